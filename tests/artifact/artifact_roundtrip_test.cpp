@@ -1,0 +1,128 @@
+#include <cstring>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "engine/artifact/artifact.h"
+#include "engine/artifact/artifact_writer.h"
+#include "engine/artifact/format.h"
+#include "engine/core/error.h"
+#include "tests/artifact/test_files.h"
+
+namespace ninfer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+TensorEntry bytes_tensor(const std::string& name, DType dtype, std::vector<int64_t> shape, std::string bytes,
+                         const std::string& section = "main") {
+  auto data = std::make_shared<std::string>(std::move(bytes));
+  return {name, section, dtype, std::move(shape), [data](const ByteSink& sink) {
+            // Two pieces, to exercise streamed checksums.
+            auto all = std::as_bytes(std::span(*data));
+            size_t half = all.size() / 2;
+            sink(all.first(half));
+            sink(all.subspan(half));
+          }};
+}
+
+std::string iota_bytes(size_t n, int start = 0) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((start + i * 7) & 0xff);
+  return s;
+}
+
+uint64_t write_sample(const std::string& path) {
+  ArtifactWriter w(nlohmann::json{{"config", {{"model_type", "qwen3"}}}, {"chat_template", "{{x}}"}});
+  w.add_blob("tokenizer.json", R"({"model":{}})");
+  w.add_tensor(bytes_tensor("a.weight", DType::kBF16, {3, 5}, iota_bytes(30)));
+  w.add_tensor(bytes_tensor("b.weight", DType::kF32, {7}, iota_bytes(28, 3), "mtp"));
+  w.add_tensor(bytes_tensor("c.weight", DType::kNVFP4, {5, 48}, iota_bytes(160, 9)));
+  w.add_tensor(bytes_tensor("v.weight", DType::kI8, {5000}, iota_bytes(5000, 1), "vision"));
+  return w.write(path, false);
+}
+
+TEST(ArtifactRoundTrip, TensorsBlobsAndMetadataComeBackExactly) {
+  TempDir dir;
+  std::string path = dir.file("m.ninfer");
+  uint64_t size = write_sample(path);
+  Artifact a = Artifact::open(path, {.verify_checksums = true, .show_progress = false});
+  EXPECT_EQ(a.file_bytes(), size);
+  EXPECT_EQ(fs::file_size(dir.path() / "m.ninfer"), size);
+  EXPECT_EQ(a.version(), artifact_format::kVersion);
+  EXPECT_EQ(a.data_offset() % artifact_format::kAlignment, 0u);
+  EXPECT_EQ(a.config()["model_type"], "qwen3");
+  EXPECT_EQ(a.metadata()["chat_template"], "{{x}}");
+  ASSERT_EQ(a.tensors().size(), 4u);
+  const TensorInfo& t = a.require("a.weight");
+  EXPECT_EQ(t.dtype, DType::kBF16);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{3, 5}));
+  auto d = a.data(t);
+  ASSERT_EQ(d.size(), 30u);
+  EXPECT_EQ(std::memcmp(d.data(), iota_bytes(30).data(), 30), 0);
+  EXPECT_EQ(a.absolute_offset(t) % artifact_format::kAlignment, 0u);
+  EXPECT_EQ(a.require("b.weight").section, "mtp");
+  EXPECT_EQ(a.require("v.weight").section, "vision");
+  EXPECT_EQ(a.require("c.weight").bytes, 160u);
+  ASSERT_TRUE(a.blob("tokenizer.json").has_value());
+  EXPECT_EQ(*a.blob("tokenizer.json"), R"({"model":{}})");
+  EXPECT_FALSE(a.blob("missing").has_value());
+  EXPECT_EQ(a.find("nope"), nullptr);
+}
+
+TEST(ArtifactRoundTrip, ViewsAreZeroCopyIntoTheMapping) {
+  TempDir dir;
+  std::string path = dir.file("m.ninfer");
+  write_sample(path);
+  Artifact a = Artifact::open(path);
+  const TensorInfo& t = a.require("v.weight");
+  auto span = a.data(t);
+  // The view points into the mapped file at exactly data_offset + offset.
+  EXPECT_EQ(span.data() - a.data(a.require("a.weight")).data(),
+            static_cast<ptrdiff_t>(t.offset - a.require("a.weight").offset));
+  std::string raw = testing::read_file(path);
+  EXPECT_EQ(std::memcmp(span.data(), raw.data() + a.absolute_offset(t), span.size()), 0);
+}
+
+TEST(ArtifactRoundTrip, CjkPathAndHardLinkOpenTheSameArtifact) {
+  TempDir dir;
+  std::string cjk = dir.file("模型-中文路径.ninfer");
+  write_sample(cjk);
+  Artifact a = Artifact::open(cjk, {.verify_checksums = true, .show_progress = false});
+  EXPECT_EQ(a.path(), cjk);
+  std::string link = dir.file("硬链接.ninfer");
+  fs::create_hard_link(path_from_utf8(cjk), path_from_utf8(link));
+  EXPECT_EQ(fs::hard_link_count(path_from_utf8(cjk)), 2u);
+  Artifact b = Artifact::open(link, {.verify_checksums = true, .show_progress = false});
+  EXPECT_EQ(b.file_bytes(), a.file_bytes());
+  ASSERT_EQ(b.tensors().size(), a.tensors().size());
+  for (size_t i = 0; i < a.tensors().size(); ++i) EXPECT_EQ(b.tensors()[i].checksum, a.tensors()[i].checksum);
+}
+
+TEST(ArtifactWriter, FailedWriteLeavesNoFileAndKeepsTheOldOne) {
+  TempDir dir;
+  std::string path = dir.file("m.ninfer");
+  testing::write_file(path, "previous artifact");
+  ArtifactWriter w(nlohmann::json{{"config", nlohmann::json::object()}});
+  w.add_tensor(bytes_tensor("ok", DType::kF32, {4}, iota_bytes(16)));
+  w.add_tensor({"short", "main", DType::kF32, {4}, [](const ByteSink& sink) {
+                  std::string eight(8, 'x');
+                  sink(std::as_bytes(std::span(eight)));  // 8 of 16 bytes, then the producer gives up
+                }});
+  EXPECT_THROW(w.write(path, false), Error);
+  EXPECT_EQ(testing::read_file(path), "previous artifact");
+  for (const auto& e : fs::directory_iterator(dir.path())) EXPECT_EQ(e.path().filename(), "m.ninfer");
+}
+
+TEST(ArtifactWriter, RejectsDuplicatesUnknownSectionsAndBadShapes) {
+  ArtifactWriter w(nlohmann::json{{"config", nlohmann::json::object()}});
+  w.add_tensor(bytes_tensor("x", DType::kF32, {1}, iota_bytes(4)));
+  EXPECT_THROW(w.add_tensor(bytes_tensor("x", DType::kF32, {1}, iota_bytes(4))), Error);
+  EXPECT_THROW(w.add_tensor(bytes_tensor("y", DType::kF32, {1}, iota_bytes(4), "nowhere")), Error);
+  EXPECT_THROW(w.add_tensor(bytes_tensor("z", DType::kNVFP4, {2, 10}, "")), Error);
+  EXPECT_THROW(ArtifactWriter(nlohmann::json::object()), Error);
+}
+
+}  // namespace
+}  // namespace ninfer
