@@ -11,7 +11,7 @@ if(_ninfer_cuda STREQUAL "ON" OR _ninfer_cuda STREQUAL "AUTO")
       set(CMAKE_CUDA_ARCHITECTURES 75)
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 dialect for nvcc; kernels need only C++17
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(NINFER_WITH_CUDA ON)

@@ -212,7 +212,10 @@ std::optional<std::string_view> Artifact::blob(std::string_view name) const {
 }
 
 void Artifact::verify(bool show_progress) const {
-  ProgressBar bar("verify", data_bytes_, show_progress);
+  uint64_t total = 0;
+  for (const auto& t : tensors_) total += t.bytes;
+  for (const auto& b : blobs_) total += b.bytes;
+  ProgressBar bar("verify", total, show_progress);
   for (const auto& t : tensors_) {
     uint64_t got = checksum64(data(t));
     if (got != t.checksum)
