@@ -40,22 +40,6 @@ void write_file(const std::string& utf8_path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::string make_safetensors(const std::map<std::string, StTensor>& tensors) {
-  nlohmann::json header = nlohmann::json::object();
-  std::string data;
-  for (const auto& [name, t] : tensors) {
-    header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
-    data += t.bytes;
-  }
-  header["__metadata__"] = {{"format", "pt"}};
-  std::string h = header.dump();
-  while (h.size() % 8) h += ' ';  // the reference writer pads the header with spaces
-  std::string out(8, '\0');
-  uint64_t n = h.size();
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + h + data;
-}
-
 std::string random_bf16(uint64_t count, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 0.02f);

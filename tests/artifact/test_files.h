@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/hf/safetensors_writer.h"
+
 namespace ninfer::testing {
 
 // A fresh directory under the system temp dir, removed with everything in it at destruction.
@@ -27,13 +29,8 @@ class TempDir {
 std::string read_file(const std::string& utf8_path);
 void write_file(const std::string& utf8_path, const std::string& bytes);
 
-struct StTensor {
-  std::string dtype;  // safetensors dtype string
-  std::vector<int64_t> shape;
-  std::string bytes;  // raw little-endian data
-};
-// Serializes tensors in the safetensors format (8-byte header length, JSON header, data).
-std::string make_safetensors(const std::map<std::string, StTensor>& tensors);
+using StTensor = SafetensorsEntry;
+using ninfer::make_safetensors;
 // Deterministic pseudo-random bf16 bytes for `count` elements.
 std::string random_bf16(uint64_t count, uint32_t seed);
 
