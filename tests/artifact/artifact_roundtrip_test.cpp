@@ -7,7 +7,7 @@
 #include "engine/artifact/artifact_writer.h"
 #include "engine/artifact/format.h"
 #include "engine/core/error.h"
-#include "tests/artifact/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace ninfer {
 namespace {

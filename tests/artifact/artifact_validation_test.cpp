@@ -11,7 +11,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
-#include "tests/artifact/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace ninfer {
 namespace {

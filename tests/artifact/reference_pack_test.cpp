@@ -9,7 +9,7 @@
 #include "engine/hf/hf_checkpoint.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
-#include "tests/artifact/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace ninfer {
 namespace {

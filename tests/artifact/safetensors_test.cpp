@@ -3,7 +3,7 @@
 
 #include "engine/core/error.h"
 #include "engine/hf/safetensors.h"
-#include "tests/artifact/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace ninfer {
 namespace {

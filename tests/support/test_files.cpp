@@ -1,4 +1,4 @@
-#include "tests/artifact/test_files.h"
+#include "tests/support/test_files.h"
 
 #include <cstring>
 #include <fstream>

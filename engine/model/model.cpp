@@ -1,0 +1,141 @@
+#include "engine/model/model.h"
+
+#include <cmath>
+
+#include "engine/core/error.h"
+
+namespace ninfer {
+
+Model::Model(const ModelConfig& config, ModelWeights weights, Backend& backend)
+    : config_(config),
+      w_(std::move(weights)),
+      backend_(backend),
+      norm_offset_(config.arch == Architecture::kQwen3_5 ? 1.0f : 0.0f) {}
+
+Tensor Model::scratch(const std::string& name, std::initializer_list<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  Buffer& b = scratch_[name];
+  if (b.bytes < bytes) b = backend_.alloc(bytes + bytes / 2);  // headroom so slowly growing batches reallocate rarely
+  return Tensor::make(b.data(), DType::kF32, shape, backend_.device());
+}
+
+void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits) {
+  const ModelConfig& c = config_;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
+  if (T == 0) fail(ErrorKind::kInvalidArgument, "forward over an empty batch");
+  if (static_cast<int64_t>(logits.size()) != R * c.vocab_size)
+    fail(ErrorKind::kInvalidArgument, "forward: logits span holds {} floats, {} rows × vocab {} need {}",
+         logits.size(), R, c.vocab_size, R * c.vocab_size);
+
+  Tensor x = scratch("x", {T, c.hidden_size});
+  Tensor h = scratch("h", {T, c.hidden_size});
+  Tensor mix = scratch("mix", {T, c.hidden_size});
+  backend_.embedding(x, w_.embed, batch.tokens);
+
+  int64_t attn_layer = 0, gdn_layer = 0;
+  for (const LayerWeights& lw : w_.layers) {
+    backend_.rms_norm(h, x, lw.input_norm, c.rms_norm_eps, norm_offset_);
+    if (lw.type == LayerType::kFullAttention) attention_block(lw, attn_layer++, h, mix, batch, kv);
+    else delta_net_block(lw, gdn_layer++, h, mix, batch, state);
+    backend_.add(x, x, mix);
+    backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, norm_offset_);
+    mlp_block(lw, h, mix);
+    backend_.add(x, x, mix);
+  }
+
+  Tensor sel = scratch("sel", {R, c.hidden_size});
+  backend_.gather_rows(sel, x, batch.logit_rows);
+  backend_.rms_norm(sel, sel, w_.final_norm, c.rms_norm_eps, norm_offset_);
+  Tensor out = scratch("logits", {R, c.vocab_size});
+  backend_.linear(out, sel, w_.lm_head);
+  backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), out);
+  backend_.synchronize();
+}
+
+void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Tensor& h, const Tensor& out,
+                            const ForwardBatch& batch, KvCache& kv) {
+  const ModelConfig& c = config_;
+  const int64_t T = h.dim(0), nh = c.num_heads, nkv = c.num_kv_heads, hd = c.head_dim;
+  const int64_t per_head = c.attn_output_gate ? 2 * hd : hd;
+  const AttentionWeights& w = lw.attn;
+
+  Tensor qg = scratch("attn_qg", {T, nh * per_head});
+  backend_.linear(qg, h, w.q_proj);
+  // Per head the projection emits [q | gate]: strided views pick each half.
+  Tensor q_raw = Tensor::strided(qg.data, DType::kF32, {T, nh, hd}, {nh * per_head, per_head, 1}, qg.device);
+  Tensor q = scratch("attn_q", {T, nh, hd});
+  Tensor k = scratch("attn_k", {T, nkv, hd});
+  Tensor v = scratch("attn_v", {T, nkv, hd});
+  backend_.rms_norm(q, q_raw, w.q_norm, c.rms_norm_eps, norm_offset_);
+  backend_.linear(k.reshape({T, nkv * hd}), h, w.k_proj);
+  backend_.rms_norm(k, k, w.k_norm, c.rms_norm_eps, norm_offset_);
+  backend_.linear(v.reshape({T, nkv * hd}), h, w.v_proj);
+  backend_.rope(q, batch.positions, c.rotary_dim, c.rope_theta);
+  backend_.rope(k, batch.positions, c.rotary_dim, c.rope_theta);
+
+  backend_.kv_write(kv.k(attn_layer), kv.v(attn_layer), k, v, batch.kv_slots);
+  Tensor o = scratch("attn_o", {T, nh, hd});
+  PagedKv paged{batch.q_start, batch.seq_len, batch.block_table, batch.max_blocks};
+  backend_.attention(o, q, kv.k(attn_layer), kv.v(attn_layer), paged, 1.0f / std::sqrt(static_cast<float>(hd)));
+  if (c.attn_output_gate) {
+    Tensor gate = Tensor::strided(static_cast<float*>(qg.data) + hd, DType::kF32, {T, nh, hd},
+                                  {nh * per_head, per_head, 1}, qg.device);
+    backend_.sigmoid_mul(o, o, gate);
+  }
+  backend_.linear(out, o.reshape({T, nh * hd}), w.o_proj);
+}
+
+void Model::delta_net_block(const LayerWeights& lw, int64_t gdn_layer, const Tensor& h, const Tensor& out,
+                            const ForwardBatch& batch, LinearStateCache& state) {
+  const ModelConfig& c = config_;
+  const int64_t T = h.dim(0), C = c.linear_conv_dim();
+  const int64_t nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
+  const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
+  const DeltaNetWeights& w = lw.gdn;
+  SeqBatch seqs{batch.q_start, batch.state_slot};
+
+  Tensor qkv = scratch("gdn_qkv", {T, C});
+  Tensor z = scratch("gdn_z", {T, nv, dv});
+  Tensor a = scratch("gdn_a", {T, nv});
+  Tensor b = scratch("gdn_b", {T, nv});
+  backend_.linear(qkv, h, w.in_proj_qkv);
+  backend_.linear(z.reshape({T, nv * dv}), h, w.in_proj_z);
+  backend_.linear(b, h, w.in_proj_b);
+  backend_.linear(a, h, w.in_proj_a);
+
+  Tensor conv = scratch("gdn_conv", {T, C});
+  backend_.conv1d(conv, qkv, w.conv1d, state.conv(gdn_layer), seqs, /*silu=*/true);
+  // Channels of the conv output are [q | k | v].
+  auto* base = static_cast<float*>(conv.data);
+  Tensor q_raw = Tensor::strided(base, DType::kF32, {T, nk, dk}, {C, dk, 1}, conv.device);
+  Tensor k_raw = Tensor::strided(base + nk * dk, DType::kF32, {T, nk, dk}, {C, dk, 1}, conv.device);
+  Tensor v = Tensor::strided(base + 2 * nk * dk, DType::kF32, {T, nv, dv}, {C, dv, 1}, conv.device);
+  Tensor q = scratch("gdn_q", {T, nk, dk});
+  Tensor k = scratch("gdn_k", {T, nk, dk});
+  constexpr float kL2Eps = 1e-6f;  // transformers' l2norm default, as in the FLA kernels
+  backend_.l2_norm(q, q_raw, kL2Eps, 1.0f / std::sqrt(static_cast<float>(dk)));
+  backend_.l2_norm(k, k_raw, kL2Eps, 1.0f);
+
+  Tensor g = scratch("gdn_g", {T, nv});
+  Tensor beta = scratch("gdn_beta", {T, nv});
+  backend_.gdn_gating(g, beta, a, b, w.A_log, w.dt_bias);
+  Tensor core = scratch("gdn_core", {T, nv, dv});
+  backend_.gated_delta_rule(core, q, k, v, g, beta, state.recurrent(gdn_layer), seqs);
+  backend_.gated_rms_norm(core, core, z, w.norm, c.rms_norm_eps);
+  backend_.linear(out, core.reshape({T, nv * dv}), w.out_proj);
+}
+
+void Model::mlp_block(const LayerWeights& lw, const Tensor& h, const Tensor& out) {
+  const int64_t T = h.dim(0), I = config_.intermediate_size;
+  Tensor gate = scratch("mlp_gate", {T, I});
+  Tensor up = scratch("mlp_up", {T, I});
+  backend_.linear(gate, h, lw.gate_proj);
+  backend_.linear(up, h, lw.up_proj);
+  backend_.silu_mul(gate, gate, up);
+  backend_.linear(out, gate, lw.down_proj);
+}
+
+}  // namespace ninfer

@@ -1,0 +1,45 @@
+// Owns the Qwen3.5 hybrid / Qwen3 dense forward pass, written once against the Backend op interface.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+
+#include "engine/backend/backend.h"
+#include "engine/model/forward_batch.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/linear_state.h"
+
+namespace ninfer {
+
+class Model {
+ public:
+  // `weights` views must outlive the model (they point into the artifact mapping).
+  Model(const ModelConfig& config, ModelWeights weights, Backend& backend);
+
+  // Runs every layer over the batch's new tokens, writing their K/V and advancing their linear state,
+  // and stores the logits of batch.logit_rows into `logits` (host, row-major [R, vocab]).
+  void forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits);
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() { return backend_; }
+
+ private:
+  // A reusable activation buffer per name, grown on demand.
+  Tensor scratch(const std::string& name, std::initializer_list<int64_t> shape);
+  void attention_block(const LayerWeights& w, int64_t attn_layer, const Tensor& h, const Tensor& out,
+                       const ForwardBatch& batch, KvCache& kv);
+  void delta_net_block(const LayerWeights& w, int64_t gdn_layer, const Tensor& h, const Tensor& out,
+                       const ForwardBatch& batch, LinearStateCache& state);
+  void mlp_block(const LayerWeights& w, const Tensor& h, const Tensor& out);
+
+  ModelConfig config_;
+  ModelWeights w_;
+  Backend& backend_;
+  float norm_offset_;  // 1 for Qwen3.5's zero-centred (1 + w) RMSNorm, 0 for Qwen3's plain w
+  std::map<std::string, Buffer> scratch_;
+};
+
+}  // namespace ninfer

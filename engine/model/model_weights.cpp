@@ -1,0 +1,63 @@
+#include "engine/model/model_weights.h"
+
+#include <fmt/format.h>
+
+#include "engine/core/error.h"
+
+namespace ninfer {
+
+Tensor tensor_view(const Artifact& artifact, const TensorInfo& info) {
+  if (info.shape.empty() || info.shape.size() > static_cast<size_t>(Tensor::kMaxDims))
+    fail(ErrorKind::kUnsupported, "{}: tensor '{}' has rank {}; the engine takes ranks 1 to {}", artifact.path(),
+         info.name, info.shape.size(), Tensor::kMaxDims);
+  Tensor t;
+  t.data = const_cast<std::byte*>(artifact.data(info).data());  // weights are read-only by contract
+  t.dtype = info.dtype;
+  t.ndim = static_cast<int>(info.shape.size());
+  int64_t s = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    t.shape[static_cast<size_t>(d)] = info.shape[static_cast<size_t>(d)];
+    t.stride[static_cast<size_t>(d)] = s;
+    s *= info.shape[static_cast<size_t>(d)];
+  }
+  return t;
+}
+
+ModelWeights ModelWeights::bind(const Artifact& a, const ModelConfig& c) {
+  auto get = [&](const std::string& name) { return tensor_view(a, a.require(name)); };
+  ModelWeights w;
+  w.embed = get("model.embed_tokens.weight");
+  w.final_norm = get("model.norm.weight");
+  w.lm_head = a.find("lm_head.weight") ? get("lm_head.weight") : w.embed;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    LayerWeights lw;
+    lw.type = c.layer_types[static_cast<size_t>(l)];
+    lw.input_norm = get(p + "input_layernorm.weight");
+    lw.post_norm = get(p + "post_attention_layernorm.weight");
+    lw.gate_proj = get(p + "mlp.gate_proj.weight");
+    lw.up_proj = get(p + "mlp.up_proj.weight");
+    lw.down_proj = get(p + "mlp.down_proj.weight");
+    if (lw.type == LayerType::kFullAttention) {
+      lw.attn = {get(p + "self_attn.q_proj.weight"), get(p + "self_attn.k_proj.weight"),
+                 get(p + "self_attn.v_proj.weight"), get(p + "self_attn.o_proj.weight"),
+                 get(p + "self_attn.q_norm.weight"), get(p + "self_attn.k_norm.weight")};
+    } else {
+      const std::string g = p + "linear_attn.";
+      Tensor conv = get(g + "conv1d.weight");
+      lw.gdn = {get(g + "in_proj_qkv.weight"),
+                get(g + "in_proj_z.weight"),
+                get(g + "in_proj_b.weight"),
+                get(g + "in_proj_a.weight"),
+                conv.reshape({c.linear_conv_dim(), c.linear_conv_kernel}),
+                get(g + "dt_bias"),
+                get(g + "A_log"),
+                get(g + "norm.weight"),
+                get(g + "out_proj.weight")};
+    }
+    w.layers.push_back(std::move(lw));
+  }
+  return w;
+}
+
+}  // namespace ninfer

@@ -1,0 +1,55 @@
+// Owns the binding of artifact tensors to the per-layer weight views the forward reads (zero-copy).
+#pragma once
+
+#include <vector>
+
+#include "engine/artifact/artifact.h"
+#include "engine/backend/tensor.h"
+#include "engine/model/model_config.h"
+
+namespace ninfer {
+
+struct AttentionWeights {
+  Tensor q_proj;  // [nh·hd·(gate ? 2 : 1), H]; with the output gate each head's row block is [q | gate]
+  Tensor k_proj;  // [n_kv·hd, H]
+  Tensor v_proj;  // [n_kv·hd, H]
+  Tensor o_proj;  // [H, nh·hd]
+  Tensor q_norm;  // [hd]
+  Tensor k_norm;  // [hd]
+};
+
+struct DeltaNetWeights {
+  Tensor in_proj_qkv;  // [2·nk·dk + nv·dv, H], rows [q | k | v]
+  Tensor in_proj_z;    // [nv·dv, H]
+  Tensor in_proj_b;    // [nv, H]
+  Tensor in_proj_a;    // [nv, H]
+  Tensor conv1d;       // [C, K] (the checkpoint's [C, 1, K] squeezed)
+  Tensor dt_bias;      // [nv]
+  Tensor A_log;        // [nv]
+  Tensor norm;         // [dv] gated RMSNorm, plain w
+  Tensor out_proj;     // [H, nv·dv]
+};
+
+struct LayerWeights {
+  LayerType type = LayerType::kFullAttention;
+  Tensor input_norm, post_norm;  // [H]
+  Tensor gate_proj, up_proj;     // [I, H]
+  Tensor down_proj;              // [H, I]
+  AttentionWeights attn;         // full attention layers
+  DeltaNetWeights gdn;           // linear attention layers
+};
+
+struct ModelWeights {
+  Tensor embed;       // [V, H]
+  Tensor final_norm;  // [H]
+  Tensor lm_head;     // [V, H]; the embedding when tied
+  std::vector<LayerWeights> layers;
+
+  // Views into `artifact`'s mapping; the artifact must outlive the weights. Call after load_model_config().
+  static ModelWeights bind(const Artifact& artifact, const ModelConfig& config);
+};
+
+// A zero-copy view of an artifact tensor with its own shape (e.g. conv1d [C,1,K] as [C,K]).
+Tensor tensor_view(const Artifact& artifact, const TensorInfo& info);
+
+}  // namespace ninfer

@@ -1,0 +1,60 @@
+// Owns the paged KV cache: per-layer K/V block tensors, the free-block pool, each sequence's block table.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/model/model_config.h"
+
+namespace ninfer {
+
+using SeqId = int64_t;
+
+struct KvCacheConfig {
+  int64_t block_size = 16;  // tokens per block (docs/architecture.md: why 16)
+  int64_t num_blocks = 0;   // blocks per layer; capacity = num_blocks · block_size tokens in all
+  DType dtype = DType::kF32;  // f32 | bf16 | f16
+};
+
+class KvCache {
+ public:
+  // Allocates [num_blocks, block_size, n_kv, head_dim] K and V tensors for every full-attention layer.
+  KvCache(Backend& backend, const ModelConfig& config, const KvCacheConfig& kv);
+
+  // Grows `seq`'s block table to hold `tokens` tokens. Returns false, changing nothing, when the pool has
+  // too few free blocks. Never shrinks.
+  bool reserve(SeqId seq, int64_t tokens);
+  // Drops blocks past the first `tokens` tokens (rollback of rejected draft tokens, or a cancelled tail).
+  void truncate(SeqId seq, int64_t tokens);
+  // Frees every block of `seq` at once.
+  void release(SeqId seq);
+
+  const std::vector<int32_t>& blocks(SeqId seq) const;
+  // Cache row of token `position` of `seq` (block · block_size + offset); the block must be reserved.
+  int32_t slot(SeqId seq, int64_t position) const;
+
+  int64_t block_size() const { return cfg_.block_size; }
+  int64_t total_blocks() const { return cfg_.num_blocks; }
+  int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  int64_t used_blocks() const { return total_blocks() - free_blocks(); }
+  int64_t capacity_tokens() const { return cfg_.num_blocks * cfg_.block_size; }
+  DType dtype() const { return cfg_.dtype; }
+
+  // K / V of the i-th full-attention layer (counting full-attention layers only).
+  const Tensor& k(int64_t attn_layer) const { return k_[static_cast<size_t>(attn_layer)]; }
+  const Tensor& v(int64_t attn_layer) const { return v_[static_cast<size_t>(attn_layer)]; }
+
+  // Bytes one token occupies across all layers (K and V), for memory planning.
+  static uint64_t bytes_per_token(const ModelConfig& config, DType dtype);
+
+ private:
+  KvCacheConfig cfg_;
+  std::vector<Buffer> buffers_;
+  std::vector<Tensor> k_, v_;
+  std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
+  std::unordered_map<SeqId, std::vector<int32_t>> tables_;
+};
+
+}  // namespace ninfer

@@ -1,0 +1,52 @@
+#include "engine/runtime/linear_state.h"
+
+#include "engine/core/error.h"
+
+namespace ninfer {
+
+uint64_t LinearStateCache::bytes_per_slot(const ModelConfig& c) {
+  const uint64_t conv = static_cast<uint64_t>((c.linear_conv_kernel - 1) * c.linear_conv_dim());
+  const uint64_t rec =
+      static_cast<uint64_t>(c.linear_num_value_heads * c.linear_key_head_dim * c.linear_value_head_dim);
+  return static_cast<uint64_t>(c.num_linear_attention_layers()) * (conv + rec) * sizeof(float);
+}
+
+LinearStateCache::LinearStateCache(Backend& backend, const ModelConfig& c, int64_t max_slots)
+    : backend_(backend), max_slots_(max_slots) {
+  if (max_slots <= 0) fail(ErrorKind::kInvalidArgument, "linear state needs at least one slot");
+  for (int64_t l = 0; l < c.num_linear_attention_layers(); ++l) {
+    Buffer cb = backend.alloc(static_cast<size_t>(max_slots * (c.linear_conv_kernel - 1) * c.linear_conv_dim()) * 4);
+    conv_.push_back(Tensor::make(cb.data(), DType::kF32, {max_slots, c.linear_conv_kernel - 1, c.linear_conv_dim()},
+                                 backend.device()));
+    Buffer rb = backend.alloc(static_cast<size_t>(max_slots * c.linear_num_value_heads * c.linear_key_head_dim *
+                                                  c.linear_value_head_dim) * 4);
+    rec_.push_back(Tensor::make(rb.data(), DType::kF32,
+                                {max_slots, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim},
+                                backend.device()));
+    buffers_.push_back(std::move(cb));
+    buffers_.push_back(std::move(rb));
+  }
+  for (int64_t s = max_slots - 1; s >= 0; --s) free_.push_back(static_cast<int32_t>(s));
+}
+
+int32_t LinearStateCache::acquire() {
+  if (free_.empty()) fail(ErrorKind::kOutOfMemory, "all {} linear-attention state slots are in use", max_slots_);
+  int32_t s = free_.back();
+  free_.pop_back();
+  for (size_t l = 0; l < conv_.size(); ++l) {
+    backend_.zero(conv_[l].slice0(s, s + 1));
+    backend_.zero(rec_[l].slice0(s, s + 1));
+  }
+  return s;
+}
+
+void LinearStateCache::release(int32_t slot) { free_.push_back(slot); }
+
+void LinearStateCache::copy_slot(int32_t dst, int32_t src) {
+  for (size_t l = 0; l < conv_.size(); ++l) {
+    backend_.copy(conv_[l].slice0(dst, dst + 1), conv_[l].slice0(src, src + 1));
+    backend_.copy(rec_[l].slice0(dst, dst + 1), rec_[l].slice0(src, src + 1));
+  }
+}
+
+}  // namespace ninfer

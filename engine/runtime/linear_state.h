@@ -1,0 +1,39 @@
+// Owns the per-sequence Gated-DeltaNet state pools: conv history and recurrent state, one slot per sequence.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/model/model_config.h"
+
+namespace ninfer {
+
+class LinearStateCache {
+ public:
+  // Allocates `max_slots` slots for every linear-attention layer: conv [slots, K−1, C] and recurrent
+  // [slots, nv, dk, dv], both f32.
+  LinearStateCache(Backend& backend, const ModelConfig& config, int64_t max_slots);
+
+  // A zeroed slot for a new sequence; throws Error(kOutOfMemory) when all are taken.
+  int32_t acquire();
+  void release(int32_t slot);
+  // Copies every layer's state of slot `src` into `dst` (snapshots for speculative decoding).
+  void copy_slot(int32_t dst, int32_t src);
+
+  const Tensor& conv(int64_t gdn_layer) const { return conv_[static_cast<size_t>(gdn_layer)]; }
+  const Tensor& recurrent(int64_t gdn_layer) const { return rec_[static_cast<size_t>(gdn_layer)]; }
+  int64_t max_slots() const { return max_slots_; }
+  int64_t free_slots() const { return static_cast<int64_t>(free_.size()); }
+
+  static uint64_t bytes_per_slot(const ModelConfig& config);
+
+ private:
+  Backend& backend_;
+  int64_t max_slots_;
+  std::vector<Buffer> buffers_;
+  std::vector<Tensor> conv_, rec_;
+  std::vector<int32_t> free_;
+};
+
+}  // namespace ninfer

@@ -1,0 +1,43 @@
+// Owns loading a transformers reference fixture (tests/data/reference) into a ready-to-run CPU model.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/artifact/artifact.h"
+#include "engine/backend/backend.h"
+#include "engine/model/model.h"
+#include "engine/runtime/model_runner.h"
+#include "tests/support/test_files.h"
+
+namespace ninfer::testing {
+
+nlohmann::json reference_index();
+std::vector<int32_t> read_i32(const nlohmann::json& file_entry);  // {"file": ..., "shape": ...} or a path stem
+std::vector<float> read_f32(const nlohmann::json& file_entry);
+
+// max|a − b| / max|b|, the fixtures' relative error.
+double rel_err(std::span<const float> a, std::span<const float> b);
+
+// Packs models/<name> with ninfer-pack's engine code, opens it and builds the CPU engine pieces.
+struct ReferenceModel {
+  explicit ReferenceModel(const std::string& name, DType kv_dtype = DType::kF32, int threads = 2);
+
+  // Greedy next token of the given logits row (lowest id wins a tie, as torch.argmax).
+  static int32_t argmax(std::span<const float> row);
+
+  std::string name;
+  TempDir dir;
+  std::unique_ptr<Artifact> artifact;
+  ModelConfig config;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<LinearStateCache> state;
+  std::unique_ptr<ModelRunner> runner;
+};
+
+}  // namespace ninfer::testing
