@@ -1,0 +1,151 @@
+// Owns the backend op interface the model forward is written against (CPU now, CUDA later, same contract).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/backend/tensor.h"
+
+namespace ninfer {
+
+// Device memory owned by a backend; freed when the last copy of the handle goes away.
+struct Buffer {
+  std::shared_ptr<void> memory;
+  size_t bytes = 0;
+  Device device = Device::kCpu;
+
+  void* data() const { return memory.get(); }
+  // A contiguous view of the start of the buffer; throws when it does not fit.
+  Tensor view(DType dtype, std::initializer_list<int64_t> shape) const;
+};
+
+// A packed "varlen" batch of S sequences. Token rows of every activation tensor [T, ...] are grouped per
+// sequence: sequence s owns rows [q_start[s], q_start[s+1]). All spans are HOST memory (a device backend copies
+// them; they are a few bytes per sequence).
+struct SeqBatch {
+  std::span<const int32_t> q_start;     // [S+1], q_start[0] = 0, q_start[S] = T, non-decreasing
+  std::span<const int32_t> state_slot;  // [S] row of the per-sequence state pools (conv state, delta-rule state)
+  int64_t num_seqs() const { return static_cast<int64_t>(q_start.size()) - 1; }
+};
+
+// Paged KV cache addressing for one attention call. K and V caches are tensors
+// [num_blocks, block_size, n_kv_heads, head_dim] of dtype f32, bf16 or f16 (one pair per layer).
+// Token position p of sequence s lives in block block_table[s * max_blocks + p / block_size], row p % block_size.
+struct PagedKv {
+  std::span<const int32_t> q_start;      // [S+1] as in SeqBatch
+  std::span<const int32_t> seq_len;      // [S] tokens of sequence s in the cache, INCLUDING this step's new ones
+  std::span<const int32_t> block_table;  // [S * max_blocks] physical block ids, row-major
+  int32_t max_blocks = 0;                // columns of block_table
+  int64_t num_seqs() const { return static_cast<int64_t>(q_start.size()) - 1; }
+};
+
+enum class DeltaRuleAlgo : uint8_t {
+  kAuto,       // the backend picks per sequence (CPU: chunked when a sequence brings >= 16 tokens)
+  kRecurrent,  // token by token (decode form)
+  kChunked,    // chunks of 64 tokens, WY/UT form (prefill form); same result as kRecurrent up to rounding
+};
+
+// Op contract, for every backend:
+//  - Activations are f32 unless stated. Weights (w arguments) may be f32, bf16 or f16 and are read in place.
+//  - "[T, N]" means shape; leading dimensions may be strided, the last is contiguous. `y` may alias `x` where the
+//    comment says "in place ok". Shapes and dtypes are checked; a mismatch throws Error(kInvalidArgument) naming
+//    the op and the tensors. An unsupported dtype throws Error(kUnsupported).
+//  - Ops are enqueued in order on one stream; results are visible to later ops. synchronize() waits for all.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;  // "cpu(avx2, 2 threads)"
+  virtual Device device() const = 0;
+
+  // ---- memory ----
+  // Allocates `bytes` of device memory, 64-byte aligned, zero-filled.
+  virtual Buffer alloc(size_t bytes) = 0;
+  // dst <- src, same dtype and shape; either side may be host (Device::kCpu) or this backend's device.
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+  // Fills a tensor with zeros (any dtype).
+  virtual void zero(const Tensor& t) = 0;
+  virtual void synchronize() = 0;
+
+  // ---- dense ----
+  // y[M, N] = x[M, K] · w[N, K]ᵀ (+ y when accumulate). x, y f32; w f32/bf16/f16 (an nn.Linear weight).
+  virtual void linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate = false) = 0;
+  // y[T, H] = table[ids[t], :]. table [V, H] f32/bf16/f16; ids int32 [T] (host span), each in [0, V).
+  virtual void embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) = 0;
+  // y[R, N] = x[rows[r], :] (e.g. the last token of each sequence before the lm_head). rows: host span.
+  virtual void gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) = 0;
+
+  // ---- elementwise / normalisation (shapes [..., N], any leading dims, in place ok) ----
+  // y = x · rsqrt(mean(x²) + eps) · (w + w_offset) over the last dim. w [N] f32/bf16/f16.
+  // w_offset = 1 for Qwen3.5's zero-centred RMSNorm ((1 + w), weights stored around 0), 0 for the plain one.
+  virtual void rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) = 0;
+  // y = w · rmsnorm(x) · silu(z) over the last dim (Qwen3.5 GDN output norm; norm before gate). x, z, y [..., N];
+  // w [N] f32/bf16/f16 (plain w).
+  virtual void gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) = 0;
+  // y = x · rsqrt(Σx² + eps) · scale over the last dim (GDN q/k l2norm; scale folds dk^-½ into q).
+  virtual void l2_norm(const Tensor& y, const Tensor& x, float eps, float scale) = 0;
+  // y = a + b (residual add). All [..., N].
+  virtual void add(const Tensor& y, const Tensor& a, const Tensor& b) = 0;
+  // y = silu(gate) · up (SwiGLU). All [..., N].
+  virtual void silu_mul(const Tensor& y, const Tensor& gate, const Tensor& up) = 0;
+  // y = x · sigmoid(gate) (the attention output gate). All [..., N].
+  virtual void sigmoid_mul(const Tensor& y, const Tensor& x, const Tensor& gate) = 0;
+
+  // ---- positional ----
+  // In place on x [T, heads, head_dim] (q or k): neox "rotate-half" RoPE on the first rotary_dim dims of each
+  // head, dims [rotary_dim, head_dim) untouched. For i < rotary_dim/2, θ_i = positions[t] · theta^(−2i/rotary_dim):
+  // (x_i, x_{i+r/2}) ← (x_i cos θ_i − x_{i+r/2} sin θ_i, x_{i+r/2} cos θ_i + x_i sin θ_i). positions: host [T].
+  virtual void rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, double theta) = 0;
+
+  // ---- attention over a paged KV cache ----
+  // Stores this step's keys/values: k, v [T, n_kv, head_dim] f32 → k_cache/v_cache rows slots[t]
+  // (slot = block * block_size + offset; a negative slot skips the token). Converts to the cache dtype.
+  virtual void kv_write(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k, const Tensor& v,
+                        std::span<const int32_t> slots) = 0;
+  // Causal GQA softmax attention. out, q [T, n_heads, head_dim] f32; query head h uses kv head
+  // h / (n_heads / n_kv). Row i of sequence s is at position seq_len[s] − n_new[s] + (i − q_start[s]) and attends
+  // to cache positions [0, position]. scores = q·k · scale, softmax in f32. The new tokens must be written first.
+  virtual void attention(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                         const PagedKv& kv, float scale) = 0;
+
+  // ---- Gated DeltaNet ----
+  // Causal depthwise conv1d over time with a carried state, then optional SiLU:
+  //   out[t, c] = act(Σ_{j<K} w[c, j] · x̃[t + j, c]),  x̃ = concat(state rows, x rows of the sequence)
+  // x, out [T, C] f32 (out must not alias x); w [C, K] f32/bf16/f16 (HF conv1d.weight [C, 1, K] squeezed);
+  // state [slots, K−1, C] f32: the last K−1 RAW inputs of each sequence, oldest first (zeros for a new sequence);
+  // updated in place with the newest K−1 raw inputs.
+  virtual void conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& state, const SeqBatch& batch,
+                      bool silu) = 0;
+  // g = −exp(A_log) · softplus(a + dt_bias), beta = sigmoid(b). a, b, g, beta [T, nv] f32; A_log, dt_bias [nv]
+  // f32/bf16/f16. softplus(x) = x for x > 20 (torch's threshold).
+  virtual void gdn_gating(const Tensor& g, const Tensor& beta, const Tensor& a, const Tensor& b, const Tensor& A_log,
+                          const Tensor& dt_bias) = 0;
+  // Gated delta rule, per value head h with key head h / (nv / nk) and state S [dk, dv]:
+  //   S ← exp(g_t) · S;  u = beta_t · (v_t − Sᵀ k_t);  S ← S + k_t uᵀ;  out_t = Sᵀ q_t
+  // q, k [T, nk, dk] f32, ALREADY l2-normalised (q also scaled by dk^-½, see l2_norm); v, out [T, nv, dv] f32;
+  // g, beta [T, nv] f32; state [slots, nv, dk, dv] f32 (HF layout, S[k][v]), read and updated in place.
+  virtual void gated_delta_rule(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                                const Tensor& beta, const Tensor& state, const SeqBatch& batch,
+                                DeltaRuleAlgo algo = DeltaRuleAlgo::kAuto) = 0;
+};
+
+// ---- the CPU backend ----
+enum class CpuSimd : uint8_t {
+  kAuto,    // AVX2+FMA+F16C when the CPU has them, else scalar
+  kScalar,  // portable C++ only
+  kAvx2,    // AVX2+FMA+F16C; throws Error(kUnsupported) on a CPU without them
+};
+
+struct CpuBackendOptions {
+  int threads = 0;  // 0 = std::thread::hardware_concurrency()
+  CpuSimd simd = CpuSimd::kAuto;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options = {});
+// Whether this CPU can run CpuSimd::kAvx2.
+bool cpu_has_avx2_fma();
+
+}  // namespace ninfer

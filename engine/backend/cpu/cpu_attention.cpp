@@ -1,0 +1,174 @@
+// Paged-KV attention of the CPU backend: cache writes and causal GQA softmax attention (online softmax per block).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/core/error.h"
+
+namespace ninfer::cpu {
+
+namespace {
+
+void check_cache(const char* op, const char* arg, const Tensor& c) {
+  check_cpu(op, arg, c);
+  if (c.dtype != DType::kF32 && c.dtype != DType::kBF16 && c.dtype != DType::kF16)
+    fail(ErrorKind::kUnsupported, "{}: {} dtype {} not supported (f32/bf16/f16)", op, arg, c.describe());
+  if (c.ndim != 4)
+    fail(ErrorKind::kInvalidArgument, "{}: {} must be [blocks, block_size, n_kv, head_dim], got {}", op, arg,
+         c.describe());
+}
+
+constexpr int64_t kRowsPerTask = 16;
+
+}  // namespace
+
+void CpuBackend::kv_write(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k, const Tensor& v,
+                          std::span<const int32_t> slots) {
+  check_cache("kv_write", "k_cache", k_cache);
+  check_cache("kv_write", "v_cache", v_cache);
+  check_same_shape("kv_write", "v_cache", v_cache, k_cache);
+  if (v_cache.dtype != k_cache.dtype)
+    fail(ErrorKind::kInvalidArgument, "kv_write: k_cache {} and v_cache {} differ in dtype", k_cache.describe(),
+         v_cache.describe());
+  check_f32("kv_write", "k", k);
+  check_f32("kv_write", "v", v);
+  const int64_t nb = k_cache.dim(0), bs = k_cache.dim(1), nkv = k_cache.dim(2), hd = k_cache.dim(3);
+  check_dims("kv_write", "k", k, {static_cast<int64_t>(slots.size()), nkv, hd});
+  check_same_shape("kv_write", "v", v, k);
+  for (size_t t = 0; t < slots.size(); ++t) {
+    const int64_t slot = slots[t];
+    if (slot < 0) continue;
+    const int64_t block = slot / bs, off = slot % bs;
+    if (block >= nb) fail(ErrorKind::kInvalidArgument, "kv_write: slot {} (block {}) beyond the {} cache blocks", slot, block, nb);
+    for (int64_t h = 0; h < nkv; ++h) {
+      k_->from_f32(static_cast<const float*>(k.at(static_cast<int64_t>(t), h)), k_cache.dtype, k_cache.at(block, off, h), hd);
+      k_->from_f32(static_cast<const float*>(v.at(static_cast<int64_t>(t), h)), v_cache.dtype, v_cache.at(block, off, h), hd);
+    }
+  }
+}
+
+void CpuBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           const PagedKv& kv, float scale) {
+  check_cache("attention", "k_cache", k_cache);
+  check_cache("attention", "v_cache", v_cache);
+  check_same_shape("attention", "v_cache", v_cache, k_cache);
+  check_f32("attention", "q", q);
+  check_f32("attention", "out", out);
+  if (q.ndim != 3) fail(ErrorKind::kInvalidArgument, "attention: q must be [T, n_heads, head_dim], got {}", q.describe());
+  check_same_shape("attention", "out", out, q);
+  const int64_t T = q.dim(0), nh = q.dim(1), hd = q.dim(2);
+  const int64_t nblocks = k_cache.dim(0), bs = k_cache.dim(1), nkv = k_cache.dim(2);
+  if (k_cache.dim(3) != hd)
+    fail(ErrorKind::kInvalidArgument, "attention: head_dim of q {} and cache {} differ", q.describe(), k_cache.describe());
+  if (nkv == 0 || nh % nkv != 0)
+    fail(ErrorKind::kInvalidArgument, "attention: n_heads {} is not a multiple of n_kv {}", nh, nkv);
+  check_batch("attention", kv.q_start, T);
+  const int64_t S = kv.num_seqs();
+  if (static_cast<int64_t>(kv.seq_len.size()) != S ||
+      static_cast<int64_t>(kv.block_table.size()) < S * static_cast<int64_t>(kv.max_blocks))
+    fail(ErrorKind::kInvalidArgument, "attention: {} sequences but seq_len has {} and block_table {} entries (max_blocks {})",
+         S, kv.seq_len.size(), kv.block_table.size(), kv.max_blocks);
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t n_new = kv.q_start[static_cast<size_t>(s + 1)] - kv.q_start[static_cast<size_t>(s)];
+    const int64_t len = kv.seq_len[static_cast<size_t>(s)];
+    if (len < n_new) fail(ErrorKind::kInvalidArgument, "attention: sequence {} has {} new tokens but seq_len {}", s, n_new, len);
+    const int64_t need = (len + bs - 1) / bs;
+    if (need > kv.max_blocks)
+      fail(ErrorKind::kInvalidArgument, "attention: sequence {} needs {} blocks, block_table has {}", s, need, kv.max_blocks);
+    for (int64_t b = 0; b < need; ++b) {
+      const int32_t id = kv.block_table[static_cast<size_t>(s * kv.max_blocks + b)];
+      if (id < 0 || id >= nblocks)
+        fail(ErrorKind::kInvalidArgument, "attention: sequence {} block {} -> {} outside [0, {})", s, b, id, nblocks);
+    }
+  }
+
+  const int64_t G = nh / nkv;
+  // tasks: (sequence, kv head, chunk of kRowsPerTask query rows)
+  std::vector<int64_t> task_seq, task_row0;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t r0 = kv.q_start[static_cast<size_t>(s)], r1 = kv.q_start[static_cast<size_t>(s + 1)];
+    for (int64_t r = r0; r < r1; r += kRowsPerTask) {
+      task_seq.push_back(s);
+      task_row0.push_back(r);
+    }
+  }
+  const int64_t ntasks = static_cast<int64_t>(task_seq.size()) * nkv;
+  const bool direct = k_cache.dtype == DType::kF32;
+  auto run = [&](int64_t task, int thread) {
+    const int64_t kh = task % nkv, ti = task / nkv;
+    const int64_t s = task_seq[static_cast<size_t>(ti)], r0 = task_row0[static_cast<size_t>(ti)];
+    const int64_t r_end = kv.q_start[static_cast<size_t>(s + 1)];
+    const int64_t r1 = std::min(r_end, r0 + kRowsPerTask), nr = r1 - r0;
+    const int64_t n_new = r_end - kv.q_start[static_cast<size_t>(s)];
+    const int64_t base_pos = kv.seq_len[static_cast<size_t>(s)] - n_new - kv.q_start[static_cast<size_t>(s)];
+    const int64_t last_pos = base_pos + r1 - 1;  // the last row attends to [0, last_pos]
+    const int64_t nacc = nr * G;
+    float* mem = scratch(thread, static_cast<size_t>(2 * bs * hd + nacc * (hd + 2) + bs));
+    float* kbuf = mem;
+    float* vbuf = kbuf + bs * hd;
+    float* acc = vbuf + bs * hd;
+    float* mx = acc + nacc * hd;
+    float* sum = mx + nacc;
+    float* sc = sum + nacc;
+    std::fill(acc, acc + nacc * hd, 0.0f);
+    std::fill(mx, mx + nacc, -std::numeric_limits<float>::infinity());
+    std::fill(sum, sum + nacc, 0.0f);
+    const int32_t* table = kv.block_table.data() + s * kv.max_blocks;
+    for (int64_t b = 0; b * bs <= last_pos; ++b) {
+      const int64_t block = table[b];
+      const int64_t nk = std::min(bs, last_pos + 1 - b * bs);  // valid keys of this block for the last row
+      const float *kb, *vb;
+      int64_t kstride;
+      if (direct) {
+        kb = static_cast<const float*>(k_cache.at(block, 0, kh));
+        vb = static_cast<const float*>(v_cache.at(block, 0, kh));
+        kstride = k_cache.stride[1];
+      } else {
+        for (int64_t j = 0; j < nk; ++j) {
+          k_->to_f32(k_cache.at(block, j, kh), k_cache.dtype, kbuf + j * hd, hd);
+          k_->to_f32(v_cache.at(block, j, kh), v_cache.dtype, vbuf + j * hd, hd);
+        }
+        kb = kbuf;
+        vb = vbuf;
+        kstride = hd;
+      }
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t pos = base_pos + r;
+        const int64_t nvalid = std::min(nk, pos + 1 - b * bs);
+        if (nvalid <= 0) continue;
+        for (int64_t g = 0; g < G; ++g) {
+          const int64_t a = (r - r0) * G + g;
+          const float* qv = static_cast<const float*>(q.at(r, kh * G + g));
+          float bmax = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < nvalid; ++j) {
+            sc[j] = k_->dot(qv, kb + j * kstride, hd) * scale;
+            bmax = std::max(bmax, sc[j]);
+          }
+          const float m_new = std::max(mx[a], bmax);
+          const float corr = std::exp(mx[a] - m_new);  // exp(-inf) = 0 on the first block
+          float* ac = acc + a * hd;
+          if (corr != 1.0f) k_->scale(corr, ac, hd);
+          float l = sum[a] * corr;
+          for (int64_t j = 0; j < nvalid; ++j) {
+            const float p = std::exp(sc[j] - m_new);
+            l += p;
+            k_->axpy(p, vb + j * kstride, ac, hd);
+          }
+          sum[a] = l;
+          mx[a] = m_new;
+        }
+      }
+    }
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t a = (r - r0) * G + g;
+        float* o = static_cast<float*>(out.at(r, kh * G + g));
+        const float inv = 1.0f / sum[a];
+        for (int64_t d = 0; d < hd; ++d) o[d] = acc[a * hd + d] * inv;
+      }
+  };
+  pool_.parallel_for(ntasks, run);
+}
+
+}  // namespace ninfer::cpu

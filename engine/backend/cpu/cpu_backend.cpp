@@ -1,0 +1,212 @@
+#include "engine/backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "engine/core/error.h"
+
+namespace ninfer {
+
+bool cpu_has_avx2_fma() { return cpu::cpu_supports_avx2_fma_f16c(); }
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  return std::make_unique<cpu::CpuBackend>(options);
+}
+
+namespace cpu {
+
+namespace {
+
+const Kernels* pick_kernels(CpuSimd simd) {
+  switch (simd) {
+    case CpuSimd::kScalar: return &scalar_kernels();
+    case CpuSimd::kAvx2:
+      if (const Kernels* k = avx2_kernels()) return k;
+      fail(ErrorKind::kUnsupported, "cpu backend: AVX2+FMA+F16C requested but this CPU or build lacks them");
+    case CpuSimd::kAuto: break;
+  }
+  if (const Kernels* k = avx2_kernels()) return k;
+  return &scalar_kernels();
+}
+
+int pick_threads(int requested) {
+  if (requested < 0) fail(ErrorKind::kInvalidArgument, "cpu backend: threads must be >= 0, got {}", requested);
+  if (requested > 0) return requested;
+  const unsigned hc = std::thread::hardware_concurrency();
+  return hc == 0 ? 1 : static_cast<int>(hc);
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const CpuBackendOptions& options)
+    : k_(pick_kernels(options.simd)), pool_(pick_threads(options.threads)) {
+  scratch_.resize(static_cast<size_t>(pool_.size()));
+}
+
+std::string CpuBackend::name() const { return fmt::format("cpu({}, {} threads)", k_->name, pool_.size()); }
+
+float* CpuBackend::scratch(int thread, size_t n) {
+  auto& s = scratch_[static_cast<size_t>(thread)];
+  if (s.size() < n) s.resize(n);
+  return s.data();
+}
+
+Buffer CpuBackend::alloc(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) fail(ErrorKind::kOutOfMemory, "cpu backend: cannot allocate {} bytes", bytes);
+  std::memset(p, 0, rounded);
+  Buffer b;
+  b.memory = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  b.bytes = bytes;
+  b.device = Device::kCpu;
+  return b;
+}
+
+void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
+  check_cpu("copy", "dst", dst);
+  check_cpu("copy", "src", src);
+  if (dst.dtype != src.dtype) fail(ErrorKind::kInvalidArgument, "copy: dtype {} -> {}", src.describe(), dst.describe());
+  check_same_shape("copy", "src", src, dst);
+  if (!src.rows_uniform() || !dst.rows_uniform())
+    fail(ErrorKind::kInvalidArgument, "copy: last dim must be contiguous ({} -> {})", src.describe(), dst.describe());
+  const size_t row_bytes = static_cast<size_t>(src.row_size()) * dtype_element_bytes(src.dtype);
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    std::memmove(dst.data, src.data, row_bytes * static_cast<size_t>(src.rows()));
+    return;
+  }
+  for (int64_t r = 0; r < src.rows(); ++r) std::memmove(row_ptr(dst, r), row_ptr(src, r), row_bytes);
+}
+
+void CpuBackend::zero(const Tensor& t) {
+  check_cpu("zero", "t", t);
+  const size_t row_bytes = static_cast<size_t>(t.row_size()) * dtype_element_bytes(t.dtype);
+  if (t.is_contiguous()) {
+    std::memset(t.data, 0, row_bytes * static_cast<size_t>(t.rows()));
+    return;
+  }
+  for (int64_t r = 0; r < t.rows(); ++r) std::memset(row_ptr(t, r), 0, row_bytes);
+}
+
+// ---- checks ----
+
+void check_cpu(const char* op, const char* arg, const Tensor& t) {
+  if (t.device != Device::kCpu) fail(ErrorKind::kInvalidArgument, "{}: {} is not a cpu tensor ({})", op, arg, t.describe());
+  if (t.data == nullptr && t.numel() > 0) fail(ErrorKind::kInvalidArgument, "{}: {} has no data", op, arg);
+  if (t.ndim > 0 && t.row_size() > 1 && t.stride[static_cast<size_t>(t.ndim - 1)] != 1)
+    fail(ErrorKind::kInvalidArgument, "{}: {} must be contiguous in its last dim ({})", op, arg, t.describe());
+}
+
+void check_f32(const char* op, const char* arg, const Tensor& t) {
+  check_cpu(op, arg, t);
+  if (t.dtype != DType::kF32) fail(ErrorKind::kInvalidArgument, "{}: {} must be f32, got {}", op, arg, t.describe());
+}
+
+void check_weight(const char* op, const char* arg, const Tensor& t) {
+  check_cpu(op, arg, t);
+  if (t.dtype != DType::kF32 && t.dtype != DType::kBF16 && t.dtype != DType::kF16)
+    fail(ErrorKind::kUnsupported, "{}: {} dtype {} not supported (f32/bf16/f16)", op, arg, t.describe());
+  if (!t.rows_uniform()) fail(ErrorKind::kInvalidArgument, "{}: {} rows must be equally spaced ({})", op, arg, t.describe());
+}
+
+void check_dims(const char* op, const char* arg, const Tensor& t, std::initializer_list<int64_t> shape) {
+  bool ok = t.ndim == static_cast<int>(shape.size());
+  size_t i = 0;
+  for (int64_t d : shape) {
+    if (ok && d >= 0 && t.shape[i] != d) ok = false;
+    ++i;
+  }
+  if (!ok) {
+    std::string want;
+    for (int64_t d : shape) want += fmt::format("{}{}", want.empty() ? "" : ",", d < 0 ? std::string("*") : std::to_string(d));
+    fail(ErrorKind::kInvalidArgument, "{}: {} must be [{}], got {}", op, arg, want, t.describe());
+  }
+}
+
+void check_same_shape(const char* op, const char* arg, const Tensor& t, const Tensor& ref) {
+  bool ok = t.ndim == ref.ndim;
+  for (int d = 0; ok && d < t.ndim; ++d) ok = t.shape[static_cast<size_t>(d)] == ref.shape[static_cast<size_t>(d)];
+  if (!ok) fail(ErrorKind::kInvalidArgument, "{}: {} is {}, expected the shape of {}", op, arg, t.describe(), ref.describe());
+}
+
+void check_batch(const char* op, std::span<const int32_t> q_start, int64_t tokens) {
+  if (q_start.empty()) fail(ErrorKind::kInvalidArgument, "{}: q_start is empty (needs S+1 entries)", op);
+  if (q_start.front() != 0 || q_start.back() != tokens)
+    fail(ErrorKind::kInvalidArgument, "{}: q_start must run from 0 to T={} (got {}..{})", op, tokens, q_start.front(),
+         q_start.back());
+  for (size_t s = 1; s < q_start.size(); ++s)
+    if (q_start[s] < q_start[s - 1]) fail(ErrorKind::kInvalidArgument, "{}: q_start decreases at {}", op, s);
+}
+
+// ---- dense ----
+
+void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) {
+  check_f32("linear", "y", y);
+  check_f32("linear", "x", x);
+  check_weight("linear", "w", w);
+  if (w.ndim != 2) fail(ErrorKind::kInvalidArgument, "linear: w must be [N, K], got {}", w.describe());
+  if (!x.rows_uniform() || !y.rows_uniform())
+    fail(ErrorKind::kInvalidArgument, "linear: x {} and y {} need equally spaced rows", x.describe(), y.describe());
+  const int64_t M = x.rows(), K = x.row_size(), N = w.dim(0);
+  if (w.dim(1) != K || y.rows() != M || y.row_size() != N)
+    fail(ErrorKind::kInvalidArgument, "linear: y {} = x {} · wᵀ {} shape mismatch", y.describe(), x.describe(),
+         w.describe());
+  if (M == 0 || N == 0) return;
+  const GemmFn fn = k_->gemm(w.dtype);
+  const int64_t xs = x.row_stride(), ys = y.row_stride(), ws = w.row_stride();
+  const auto* xp = static_cast<const float*>(x.data);
+  auto* yp = static_cast<float*>(y.data);
+  const int64_t wbytes = static_cast<int64_t>(dtype_element_bytes(w.dtype));
+  const int threads = pool_.size();
+  // Weight rows per task: enough tasks to balance the threads; for many activation rows keep the task's weight
+  // panel (re-read once per 8-row block) within ~256 KiB so it stays in L2.
+  int64_t nb = (N + threads * 4 - 1) / (threads * 4);
+  if (M > kGemmMaxRows) nb = std::min<int64_t>(nb, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, K * wbytes)));
+  nb = std::max<int64_t>(4, (nb + 3) / 4 * 4);
+  const int64_t tasks = (N + nb - 1) / nb;
+  auto run = [&](int64_t t, int) {
+    const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
+    for (int64_t m0 = 0; m0 < M; m0 += kGemmMaxRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kGemmMaxRows, M - m0));
+      fn(xp + m0 * xs, xs, rows, w.data, ws, n0, n1, K, yp + m0 * ys, ys, accumulate);
+    }
+  };
+  if (M * N * K < (1 << 16)) {
+    for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+  } else {
+    pool_.parallel_for(tasks, run);
+  }
+}
+
+void CpuBackend::embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) {
+  check_f32("embedding", "y", y);
+  check_weight("embedding", "table", table);
+  if (table.ndim != 2) fail(ErrorKind::kInvalidArgument, "embedding: table must be [V, H], got {}", table.describe());
+  check_dims("embedding", "y", y, {static_cast<int64_t>(ids.size()), table.dim(1)});
+  const int64_t V = table.dim(0), H = table.dim(1);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0 || ids[t] >= V)
+      fail(ErrorKind::kInvalidArgument, "embedding: token id {} at row {} outside [0, {})", ids[t], t, V);
+    k_->to_f32(table.at(ids[t]), table.dtype, row_f32(y, static_cast<int64_t>(t)), H);
+  }
+}
+
+void CpuBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) {
+  check_f32("gather_rows", "y", y);
+  check_f32("gather_rows", "x", x);
+  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "gather_rows: x must be [T, N], got {}", x.describe());
+  check_dims("gather_rows", "y", y, {static_cast<int64_t>(rows.size()), x.dim(1)});
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r] < 0 || rows[r] >= x.dim(0))
+      fail(ErrorKind::kInvalidArgument, "gather_rows: row {} outside [0, {})", rows[r], x.dim(0));
+    std::memmove(row_f32(y, static_cast<int64_t>(r)), row_f32(x, rows[r]), static_cast<size_t>(x.dim(1)) * sizeof(float));
+  }
+}
+
+}  // namespace cpu
+}  // namespace ninfer

@@ -1,0 +1,85 @@
+// Owns the CPU implementation of the Backend interface (threads + runtime-selected SIMD kernels).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/thread_pool.h"
+
+namespace ninfer::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const CpuBackendOptions& options);
+
+  std::string name() const override;
+  Device device() const override { return Device::kCpu; }
+  int threads() const { return pool_.size(); }
+  const Kernels& kernels() const { return *k_; }
+
+  Buffer alloc(size_t bytes) override;
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void zero(const Tensor& t) override;
+  void synchronize() override {}
+
+  void linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) override;
+  void embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) override;
+  void gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) override;
+
+  void rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) override;
+  void gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) override;
+  void l2_norm(const Tensor& y, const Tensor& x, float eps, float scale) override;
+  void add(const Tensor& y, const Tensor& a, const Tensor& b) override;
+  void silu_mul(const Tensor& y, const Tensor& gate, const Tensor& up) override;
+  void sigmoid_mul(const Tensor& y, const Tensor& x, const Tensor& gate) override;
+
+  void rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, double theta) override;
+
+  void kv_write(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k, const Tensor& v,
+                std::span<const int32_t> slots) override;
+  void attention(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const PagedKv& kv,
+                 float scale) override;
+
+  void conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& state, const SeqBatch& batch,
+              bool silu) override;
+  void gdn_gating(const Tensor& g, const Tensor& beta, const Tensor& a, const Tensor& b, const Tensor& A_log,
+                  const Tensor& dt_bias) override;
+  void gated_delta_rule(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                        const Tensor& beta, const Tensor& state, const SeqBatch& batch, DeltaRuleAlgo algo) override;
+
+  // Per-thread scratch of at least n floats (valid until the next call with the same thread index).
+  float* scratch(int thread, size_t n);
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  const Kernels* k_;
+  ThreadPool pool_;
+  std::vector<std::vector<float>> scratch_;
+};
+
+// ---- helpers shared by the op files ----
+
+// Pointer to row r (all dims but the last flattened, in order) of t.
+inline char* row_ptr(const Tensor& t, int64_t r) {
+  int64_t off = 0;
+  for (int d = t.ndim - 2; d >= 0; --d) {
+    const auto du = static_cast<size_t>(d);
+    const int64_t n = t.shape[du];
+    off += (r % n) * t.stride[du];
+    r /= n;
+  }
+  return static_cast<char*>(t.data) + off * static_cast<int64_t>(dtype_element_bytes(t.dtype));
+}
+inline float* row_f32(const Tensor& t, int64_t r) { return reinterpret_cast<float*>(row_ptr(t, r)); }
+
+// Shape / dtype / layout checks that throw Error(kInvalidArgument) naming the op and argument.
+void check_cpu(const char* op, const char* arg, const Tensor& t);
+void check_f32(const char* op, const char* arg, const Tensor& t);
+void check_weight(const char* op, const char* arg, const Tensor& t);  // f32/bf16/f16, cpu, contiguous rows
+void check_dims(const char* op, const char* arg, const Tensor& t, std::initializer_list<int64_t> shape);
+void check_same_shape(const char* op, const char* arg, const Tensor& t, const Tensor& ref);
+void check_batch(const char* op, std::span<const int32_t> q_start, int64_t tokens);
+
+}  // namespace ninfer::cpu

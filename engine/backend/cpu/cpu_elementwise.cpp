@@ -1,0 +1,200 @@
+// Row-wise and elementwise ops of the CPU backend: norms, activations, gating, residual add, RoPE.
+#include <cmath>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/core/error.h"
+
+namespace ninfer::cpu {
+
+namespace {
+
+// Runs fn(row_begin, row_end, thread) over `rows` rows, threaded when the op is large enough to pay for it.
+template <typename Fn>
+void for_rows(ThreadPool& pool, int64_t rows, int64_t row_size, Fn&& fn) {
+  const int64_t work = rows * row_size;
+  if (pool.size() == 1 || work < (1 << 15) || rows < 2) {
+    fn(int64_t{0}, rows, 0);
+    return;
+  }
+  const int64_t tasks = std::min<int64_t>(rows, pool.size() * 4);
+  const int64_t per = (rows + tasks - 1) / tasks;
+  pool.parallel_for((rows + per - 1) / per, [&](int64_t t, int thread) {
+    fn(t * per, std::min(rows, (t + 1) * per), thread);
+  });
+}
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// Weight vector [N] as f32: a view when already f32, else converted into `buf`.
+const float* weight_f32(const Kernels& k, const Tensor& w, std::vector<float>& buf) {
+  if (w.dtype == DType::kF32) return static_cast<const float*>(w.data);
+  buf.resize(static_cast<size_t>(w.numel()));
+  k.to_f32(w.data, w.dtype, buf.data(), w.numel());
+  return buf.data();
+}
+
+void check_vector(const char* op, const char* arg, const Tensor& w, int64_t n) {
+  check_weight(op, arg, w);
+  if (w.ndim != 1 || w.dim(0) != n)
+    fail(ErrorKind::kInvalidArgument, "{}: {} must be [{}], got {}", op, arg, n, w.describe());
+}
+
+}  // namespace
+
+void CpuBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) {
+  check_f32("rms_norm", "x", x);
+  check_f32("rms_norm", "y", y);
+  check_same_shape("rms_norm", "y", y, x);
+  const int64_t N = x.row_size();
+  check_vector("rms_norm", "w", w, N);
+  std::vector<float> buf;
+  const float* wf = weight_f32(*k_, w, buf);
+  for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = row_f32(x, r);
+      float* yr = row_f32(y, r);
+      double ss = 0.0;
+      for (int64_t i = 0; i < N; ++i) ss += double(xr[i]) * xr[i];
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / double(N) + double(eps)));
+      for (int64_t i = 0; i < N; ++i) yr[i] = xr[i] * inv * (wf[i] + w_offset);
+    }
+  });
+}
+
+void CpuBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) {
+  check_f32("gated_rms_norm", "x", x);
+  check_f32("gated_rms_norm", "z", z);
+  check_f32("gated_rms_norm", "y", y);
+  check_same_shape("gated_rms_norm", "y", y, x);
+  check_same_shape("gated_rms_norm", "z", z, x);
+  const int64_t N = x.row_size();
+  check_vector("gated_rms_norm", "w", w, N);
+  std::vector<float> buf;
+  const float* wf = weight_f32(*k_, w, buf);
+  for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = row_f32(x, r);
+      const float* zr = row_f32(z, r);
+      float* yr = row_f32(y, r);
+      double ss = 0.0;
+      for (int64_t i = 0; i < N; ++i) ss += double(xr[i]) * xr[i];
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / double(N) + double(eps)));
+      for (int64_t i = 0; i < N; ++i) yr[i] = wf[i] * (xr[i] * inv) * silu(zr[i]);
+    }
+  });
+}
+
+void CpuBackend::l2_norm(const Tensor& y, const Tensor& x, float eps, float scale) {
+  check_f32("l2_norm", "x", x);
+  check_f32("l2_norm", "y", y);
+  check_same_shape("l2_norm", "y", y, x);
+  const int64_t N = x.row_size();
+  for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = row_f32(x, r);
+      float* yr = row_f32(y, r);
+      double ss = 0.0;
+      for (int64_t i = 0; i < N; ++i) ss += double(xr[i]) * xr[i];
+      const float inv = static_cast<float>(double(scale) / std::sqrt(ss + double(eps)));
+      for (int64_t i = 0; i < N; ++i) yr[i] = xr[i] * inv;
+    }
+  });
+}
+
+namespace {
+
+template <typename Op>
+void binary(CpuBackend& be, const char* op, const Tensor& y, const Tensor& a, const Tensor& b, Op f) {
+  check_f32(op, "a", a);
+  check_f32(op, "b", b);
+  check_f32(op, "y", y);
+  check_same_shape(op, "b", b, a);
+  check_same_shape(op, "y", y, a);
+  const int64_t N = a.row_size();
+  for_rows(be.pool(), a.rows(), N, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* ar = row_f32(a, r);
+      const float* br = row_f32(b, r);
+      float* yr = row_f32(y, r);
+      for (int64_t i = 0; i < N; ++i) yr[i] = f(ar[i], br[i]);
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::add(const Tensor& y, const Tensor& a, const Tensor& b) {
+  binary(*this, "add", y, a, b, [](float p, float q) { return p + q; });
+}
+
+void CpuBackend::silu_mul(const Tensor& y, const Tensor& gate, const Tensor& up) {
+  binary(*this, "silu_mul", y, gate, up, [](float g, float u) { return silu(g) * u; });
+}
+
+void CpuBackend::sigmoid_mul(const Tensor& y, const Tensor& x, const Tensor& gate) {
+  binary(*this, "sigmoid_mul", y, x, gate, [](float v, float g) { return v * sigmoid(g); });
+}
+
+void CpuBackend::gdn_gating(const Tensor& g, const Tensor& beta, const Tensor& a, const Tensor& b, const Tensor& A_log,
+                            const Tensor& dt_bias) {
+  for (auto [name, t] : {std::pair{"g", &g}, {"beta", &beta}, {"a", &a}, {"b", &b}}) check_f32("gdn_gating", name, *t);
+  if (a.ndim != 2) fail(ErrorKind::kInvalidArgument, "gdn_gating: a must be [T, nv], got {}", a.describe());
+  check_same_shape("gdn_gating", "b", b, a);
+  check_same_shape("gdn_gating", "g", g, a);
+  check_same_shape("gdn_gating", "beta", beta, a);
+  const int64_t nv = a.dim(1);
+  check_vector("gdn_gating", "A_log", A_log, nv);
+  check_vector("gdn_gating", "dt_bias", dt_bias, nv);
+  std::vector<float> b1, b2;
+  const float* al = weight_f32(*k_, A_log, b1);
+  const float* dt = weight_f32(*k_, dt_bias, b2);
+  for (int64_t t = 0; t < a.dim(0); ++t) {
+    const float* ar = row_f32(a, t);
+    const float* br = row_f32(b, t);
+    float* gr = row_f32(g, t);
+    float* betar = row_f32(beta, t);
+    for (int64_t h = 0; h < nv; ++h) {
+      const float xa = ar[h] + dt[h];
+      const float sp = xa > 20.0f ? xa : std::log1p(std::exp(xa));
+      gr[h] = -std::exp(al[h]) * sp;
+      betar[h] = sigmoid(br[h]);
+    }
+  }
+}
+
+void CpuBackend::rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, double theta) {
+  check_f32("rope", "x", x);
+  if (x.ndim != 3) fail(ErrorKind::kInvalidArgument, "rope: x must be [T, heads, head_dim], got {}", x.describe());
+  const int64_t T = x.dim(0), H = x.dim(1), D = x.dim(2);
+  if (static_cast<int64_t>(positions.size()) != T)
+    fail(ErrorKind::kInvalidArgument, "rope: {} positions for {} tokens", positions.size(), T);
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > D)
+    fail(ErrorKind::kInvalidArgument, "rope: rotary_dim {} must be even and in (0, head_dim={}]", rotary_dim, D);
+  const int64_t half = rotary_dim / 2;
+  // As transformers (and so the checkpoints' training) computes it: inv_freq rounded to f32, the angle
+  // position · inv_freq rounded to f32, then cos/sin of that angle.
+  std::vector<float> inv(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i)
+    inv[static_cast<size_t>(i)] = static_cast<float>(1.0 / std::pow(theta, double(2 * i) / double(rotary_dim)));
+  for_rows(pool_, T, H * D, [&](int64_t t0, int64_t t1, int thread) {
+    float* cs = scratch(thread, static_cast<size_t>(2 * half));
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float ang = static_cast<float>(positions[static_cast<size_t>(t)]) * inv[static_cast<size_t>(i)];
+        cs[i] = static_cast<float>(std::cos(double(ang)));
+        cs[half + i] = static_cast<float>(std::sin(double(ang)));
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        float* v = static_cast<float*>(x.at(t, h));
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * cs[i] - b * cs[half + i];
+          v[i + half] = b * cs[i] + a * cs[half + i];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace ninfer::cpu

@@ -1,0 +1,227 @@
+// Gated DeltaNet ops of the CPU backend: causal conv1d with carried state, gated delta rule (recurrent + chunked).
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/core/error.h"
+
+namespace ninfer::cpu {
+
+namespace {
+
+constexpr int64_t kChunk = 64;            // delta-rule chunk length (as FLA / transformers)
+constexpr int64_t kAutoChunkedMin = 16;   // kAuto: chunked form from this many tokens of one sequence
+constexpr int64_t kConvChannelBlock = 256;
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+void check_slots(const char* op, const SeqBatch& batch, int64_t slots) {
+  if (static_cast<int64_t>(batch.state_slot.size()) != batch.num_seqs())
+    fail(ErrorKind::kInvalidArgument, "{}: {} sequences but {} state slots", op, batch.num_seqs(), batch.state_slot.size());
+  for (size_t s = 0; s < batch.state_slot.size(); ++s) {
+    const int32_t slot = batch.state_slot[s];
+    if (slot < 0 || slot >= slots)
+      fail(ErrorKind::kInvalidArgument, "{}: sequence {} state slot {} outside [0, {})", op, s, slot, slots);
+    for (size_t o = 0; o < s; ++o)
+      if (batch.state_slot[o] == slot)
+        fail(ErrorKind::kInvalidArgument, "{}: sequences {} and {} share state slot {}", op, o, s, slot);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& state, const SeqBatch& batch,
+                        bool silu_act) {
+  check_f32("conv1d", "x", x);
+  check_f32("conv1d", "out", out);
+  check_f32("conv1d", "state", state);
+  check_weight("conv1d", "w", w);
+  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "conv1d: x must be [T, C], got {}", x.describe());
+  check_same_shape("conv1d", "out", out, x);
+  if (out.data == x.data) fail(ErrorKind::kInvalidArgument, "conv1d: out must not alias x");
+  const int64_t T = x.dim(0), C = x.dim(1);
+  const bool w3 = w.ndim == 3 && w.dim(1) == 1;
+  if (!(w.ndim == 2 || w3) || w.dim(0) != C)
+    fail(ErrorKind::kInvalidArgument, "conv1d: w must be [C={}, K] or [C, 1, K], got {}", C, w.describe());
+  const int64_t K = w.dim(w.ndim - 1);
+  if (K < 1) fail(ErrorKind::kInvalidArgument, "conv1d: kernel size {} < 1", K);
+  check_dims("conv1d", "state", state, {-1, K - 1, C});
+  if (!state.is_contiguous()) fail(ErrorKind::kInvalidArgument, "conv1d: state must be contiguous, got {}", state.describe());
+  check_batch("conv1d", batch.q_start, T);
+  check_slots("conv1d", batch, state.dim(0));
+  // taps transposed to [K, C] f32 so the inner loop runs over contiguous channels
+  std::vector<float> wt(static_cast<size_t>(K * C)), row(static_cast<size_t>(K));
+  for (int64_t c = 0; c < C; ++c) {
+    k_->to_f32(w.at(c), w.dtype, row.data(), K);
+    for (int64_t j = 0; j < K; ++j) wt[static_cast<size_t>(j * C + c)] = row[static_cast<size_t>(j)];
+  }
+  const int64_t S = batch.num_seqs();
+  const int64_t cblocks = (C + kConvChannelBlock - 1) / kConvChannelBlock;
+  pool_.parallel_for(S * cblocks, [&](int64_t task, int) {
+    const int64_t s = task / cblocks, c0 = (task % cblocks) * kConvChannelBlock, c1 = std::min(C, c0 + kConvChannelBlock);
+    const int64_t r0 = batch.q_start[static_cast<size_t>(s)], n = batch.q_start[static_cast<size_t>(s + 1)] - r0;
+    float* st = static_cast<float*>(state.at(batch.state_slot[static_cast<size_t>(s)]));  // [K-1, C]
+    auto src = [&](int64_t i) -> const float* {  // window row i of concat(state, x); i in [0, K-1+n)
+      return i < K - 1 ? st + i * C : row_f32(x, r0 + i - (K - 1));
+    };
+    for (int64_t t = 0; t < n; ++t) {
+      float* o = row_f32(out, r0 + t);
+      for (int64_t c = c0; c < c1; ++c) o[c] = 0.0f;
+      for (int64_t j = 0; j < K; ++j) {
+        const float* in = src(t + j);
+        const float* wj = wt.data() + j * C;
+        for (int64_t c = c0; c < c1; ++c) o[c] += wj[c] * in[c];
+      }
+      if (silu_act)
+        for (int64_t c = c0; c < c1; ++c) o[c] = silu(o[c]);
+    }
+    // new state: the last K-1 rows of the window (ascending copy is safe: the source index is >= the target)
+    for (int64_t i = 0; i < K - 1; ++i) {
+      const float* from = src(i + n);
+      if (from != st + i * C) std::copy(from + c0, from + c1, st + i * C + c0);
+    }
+  });
+}
+
+namespace {
+
+struct DeltaArgs {
+  const Tensor *out, *q, *k, *v, *g, *beta;
+  int64_t dk, dv, group;
+};
+
+// Recurrent form over rows [r0, r1) of value head h with state S [dk, dv].
+void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0, int64_t r1, float* S, float* tmp) {
+  const int64_t dk = a.dk, dv = a.dv, kh = h / a.group;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* qv = static_cast<const float*>(a.q->at(r, kh));
+    const float* kv = static_cast<const float*>(a.k->at(r, kh));
+    const float* vv = static_cast<const float*>(a.v->at(r, h));
+    const float decay = std::exp(static_cast<const float*>(a.g->at(r))[h]);
+    const float b = static_cast<const float*>(a.beta->at(r))[h];
+    float* mem = tmp;  // Sᵀk after the decay
+    std::fill(mem, mem + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      kr.scale(decay, S + i * dv, dv);
+      kr.axpy(kv[i], S + i * dv, mem, dv);
+    }
+    for (int64_t j = 0; j < dv; ++j) mem[j] = b * (vv[j] - mem[j]);  // u
+    float* o = static_cast<float*>(a.out->at(r, h));
+    std::fill(o, o + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      kr.axpy(kv[i], mem, S + i * dv, dv);
+      kr.axpy(qv[i], S + i * dv, o, dv);
+    }
+  }
+}
+
+// Chunked (WY / UT transform) form, chunks of kChunk rows; same math as transformers' torch_chunk_gated_delta_rule
+// without padding (a partial last chunk is exact as it is).
+void delta_chunked(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0, int64_t r1, float* S, float* mem) {
+  const int64_t dk = a.dk, dv = a.dv, kh = h / a.group, C = kChunk;
+  double* gam = reinterpret_cast<double*>(mem);  // [C] cumulative log decay (double: exp of differences)
+  float* A = mem + 2 * C;                        // [C, C] strictly lower: beta_i (k_i·k_j) e^{γi−γj}
+  float* U = A + C * C;                          // [C, dv]  then V' = U − W S
+  float* W = U + C * dv;                         // [C, dk]
+  float* qs = W + C * dk;                        // [dv] scratch
+  for (int64_t c0 = r0; c0 < r1; c0 += C) {
+    const int64_t L = std::min(C, r1 - c0);
+    auto qrow = [&](int64_t i) { return static_cast<const float*>(a.q->at(c0 + i, kh)); };
+    auto krow = [&](int64_t i) { return static_cast<const float*>(a.k->at(c0 + i, kh)); };
+    auto vrow = [&](int64_t i) { return static_cast<const float*>(a.v->at(c0 + i, h)); };
+    auto beta = [&](int64_t i) { return static_cast<const float*>(a.beta->at(c0 + i))[h]; };
+    double acc = 0.0;
+    for (int64_t i = 0; i < L; ++i) {
+      acc += static_cast<const float*>(a.g->at(c0 + i))[h];
+      gam[i] = acc;
+    }
+    // U_i = β_i v_i − Σ_{j<i} A_ij U_j;  W_i = β_i e^{γ_i} k_i − Σ_{j<i} A_ij W_j   (forward substitution)
+    for (int64_t i = 0; i < L; ++i) {
+      const float bi = beta(i);
+      const float* ki = krow(i);
+      float* Ui = U + i * dv;
+      float* Wi = W + i * dk;
+      const float* vi = vrow(i);
+      for (int64_t d = 0; d < dv; ++d) Ui[d] = bi * vi[d];
+      const float e = static_cast<float>(std::exp(gam[i]));
+      for (int64_t d = 0; d < dk; ++d) Wi[d] = bi * e * ki[d];
+      for (int64_t j = 0; j < i; ++j) {
+        const float aij = bi * kr.dot(ki, krow(j), dk) * static_cast<float>(std::exp(gam[i] - gam[j]));
+        A[i * C + j] = aij;
+        kr.axpy(-aij, U + j * dv, Ui, dv);
+        kr.axpy(-aij, W + j * dk, Wi, dk);
+      }
+    }
+    // V'_i = U_i − W_iᵀ S  (in place in U)
+    for (int64_t i = 0; i < L; ++i) {
+      float* Ui = U + i * dv;
+      const float* Wi = W + i * dk;
+      for (int64_t d = 0; d < dk; ++d) kr.axpy(-Wi[d], S + d * dv, Ui, dv);
+    }
+    // O_i = e^{γ_i} q_iᵀ S + Σ_{j≤i} (q_i·k_j) e^{γ_i−γ_j} V'_j
+    for (int64_t i = 0; i < L; ++i) {
+      const float* qi = qrow(i);
+      float* o = static_cast<float*>(a.out->at(c0 + i, h));
+      std::fill(qs, qs + dv, 0.0f);
+      for (int64_t d = 0; d < dk; ++d) kr.axpy(qi[d], S + d * dv, qs, dv);
+      const float e = static_cast<float>(std::exp(gam[i]));
+      for (int64_t d = 0; d < dv; ++d) o[d] = e * qs[d];
+      for (int64_t j = 0; j <= i; ++j) {
+        const float w = kr.dot(qi, krow(j), dk) * static_cast<float>(std::exp(gam[i] - gam[j]));
+        kr.axpy(w, U + j * dv, o, dv);
+      }
+    }
+    // S ← e^{γ_last} S + Σ_j (e^{γ_last−γ_j} k_j) V'_jᵀ
+    const double glast = gam[L - 1];
+    kr.scale(static_cast<float>(std::exp(glast)), S, dk * dv);
+    for (int64_t j = 0; j < L; ++j) {
+      const float* kj = krow(j);
+      const float e = static_cast<float>(std::exp(glast - gam[j]));
+      for (int64_t d = 0; d < dk; ++d) kr.axpy(e * kj[d], U + j * dv, S + d * dv, dv);
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                                  const Tensor& beta, const Tensor& state, const SeqBatch& batch, DeltaRuleAlgo algo) {
+  for (auto [name, t] : {std::pair{"out", &out}, {"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"beta", &beta},
+                         {"state", &state}})
+    check_f32("gated_delta_rule", name, *t);
+  if (q.ndim != 3 || v.ndim != 3)
+    fail(ErrorKind::kInvalidArgument, "gated_delta_rule: q {} must be [T, nk, dk] and v {} [T, nv, dv]", q.describe(),
+         v.describe());
+  const int64_t T = q.dim(0), nk = q.dim(1), dk = q.dim(2), nv = v.dim(1), dv = v.dim(2);
+  check_same_shape("gated_delta_rule", "k", k, q);
+  check_dims("gated_delta_rule", "v", v, {T, nv, dv});
+  check_same_shape("gated_delta_rule", "out", out, v);
+  check_dims("gated_delta_rule", "g", g, {T, nv});
+  check_dims("gated_delta_rule", "beta", beta, {T, nv});
+  check_dims("gated_delta_rule", "state", state, {-1, nv, dk, dv});
+  if (!state.is_contiguous())
+    fail(ErrorKind::kInvalidArgument, "gated_delta_rule: state must be contiguous, got {}", state.describe());
+  if (nk == 0 || nv % nk != 0)
+    fail(ErrorKind::kInvalidArgument, "gated_delta_rule: nv {} is not a multiple of nk {}", nv, nk);
+  for (const Tensor* t : {&q, &k, &v})
+    if (t->data == out.data) fail(ErrorKind::kInvalidArgument, "gated_delta_rule: out must not alias its inputs");
+  check_batch("gated_delta_rule", batch.q_start, T);
+  check_slots("gated_delta_rule", batch, state.dim(0));
+  const DeltaArgs args{&out, &q, &k, &v, &g, &beta, dk, dv, nv / nk};
+  const int64_t S = batch.num_seqs();
+  const size_t chunk_mem = static_cast<size_t>(2 * kChunk + kChunk * kChunk + kChunk * (dv + dk) + dv);
+  pool_.parallel_for(S * nv, [&](int64_t task, int thread) {
+    const int64_t s = task / nv, h = task % nv;
+    const int64_t r0 = batch.q_start[static_cast<size_t>(s)], r1 = batch.q_start[static_cast<size_t>(s + 1)];
+    if (r1 == r0) return;
+    float* St = static_cast<float*>(state.at(batch.state_slot[static_cast<size_t>(s)], h));
+    const bool chunked = algo == DeltaRuleAlgo::kChunked || (algo == DeltaRuleAlgo::kAuto && r1 - r0 >= kAutoChunkedMin);
+    if (chunked) {
+      delta_chunked(*k_, args, h, r0, r1, St, scratch(thread, chunk_mem));
+    } else {
+      delta_recurrent(*k_, args, h, r0, r1, St, scratch(thread, static_cast<size_t>(dv)));
+    }
+  });
+}
+
+}  // namespace ninfer::cpu

@@ -1,0 +1,37 @@
+// Owns the CPU backend's inner-loop kernel table (scalar and AVX2/FMA/F16C variants) and its runtime selection.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/artifact/dtype.h"
+
+namespace ninfer::cpu {
+
+// Largest number of activation rows one gemm kernel call handles (the caller loops over row blocks).
+constexpr int kGemmMaxRows = 8;
+
+// y[m * ys + n] = (acc ? y : 0) + Σ_k x[m * xs + k] · w[n * ws + k]   for m < rows (≤ kGemmMaxRows), n in [n0, n1).
+// `w` points at element 0 of the weight matrix, stored as W (f32, or bf16/f16 bit patterns).
+using GemmFn = void (*)(const float* x, int64_t xs, int rows, const void* w, int64_t ws, int64_t n0, int64_t n1,
+                        int64_t K, float* y, int64_t ys, bool acc);
+
+struct Kernels {
+  const char* name;
+  GemmFn gemm_f32;
+  GemmFn gemm_bf16;
+  GemmFn gemm_f16;
+  float (*dot)(const float* a, const float* b, int64_t n);             // Σ a·b
+  void (*axpy)(float a, const float* x, float* y, int64_t n);          // y += a·x
+  void (*scale)(float a, float* y, int64_t n);                         // y *= a
+  void (*to_f32)(const void* src, DType dtype, float* dst, int64_t n);  // f32/bf16/f16 -> f32
+  void (*from_f32)(const float* src, DType dtype, void* dst, int64_t n);  // f32 -> f32/bf16/f16 (RNE)
+
+  GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
+};
+
+const Kernels& scalar_kernels();
+// nullptr when the build has no AVX2 variant (non-x86) or the CPU lacks AVX2, FMA or F16C.
+const Kernels* avx2_kernels();
+bool cpu_supports_avx2_fma_f16c();
+
+}  // namespace ninfer::cpu

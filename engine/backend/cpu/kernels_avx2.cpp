@@ -1,0 +1,200 @@
+// AVX2 + FMA + F16C variants of the CPU kernels. Compiled for plain x86-64: every function carries a target
+// attribute and is only called after a runtime CPU check (cpu_supports_avx2_fma_f16c).
+#include <cstring>
+
+#include "engine/backend/cpu/kernels.h"
+#include "engine/core/error.h"
+#include "engine/core/half.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define NINFER_HAVE_AVX2_VARIANT 1
+#include <immintrin.h>
+#endif
+
+namespace ninfer::cpu {
+
+#if NINFER_HAVE_AVX2_VARIANT
+
+#if defined(__GNUC__) || defined(__clang__)
+#define NINFER_AVX2 __attribute__((target("avx2,fma,f16c")))
+#else
+#define NINFER_AVX2
+#endif
+
+namespace {
+
+struct WF32 {
+  using T = float;
+  NINFER_AVX2 static inline __m256 load8(const T* p) { return _mm256_loadu_ps(p); }
+  static inline float get(const T* p) { return *p; }
+};
+struct WBf16 {
+  using T = uint16_t;
+  NINFER_AVX2 static inline __m256 load8(const T* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static inline float get(const T* p) { return bf16_to_f32(*p); }
+};
+struct WF16 {
+  using T = uint16_t;
+  NINFER_AVX2 static inline __m256 load8(const T* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static inline float get(const T* p) { return f16_to_f32(*p); }
+};
+
+NINFER_AVX2 inline float hsum(__m256 v) {
+  const __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  __m128 s = _mm_add_ps(lo, hi);
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// M activation rows x NR weight rows per inner step; M * NR accumulators live in registers.
+template <typename W, int M, int NR>
+NINFER_AVX2 void gemm_block(const float* x, int64_t xs, const typename W::T* w, int64_t ws, int64_t n, int64_t K,
+                            float* y, int64_t ys, bool acc) {
+  __m256 a[M][NR];
+  for (int m = 0; m < M; ++m)
+    for (int r = 0; r < NR; ++r) a[m][r] = _mm256_setzero_ps();
+  const typename W::T* wr[NR];
+  for (int r = 0; r < NR; ++r) wr[r] = w + (n + r) * ws;
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = W::load8(wr[r] + k);
+    for (int m = 0; m < M; ++m) {
+      const __m256 xv = _mm256_loadu_ps(x + m * xs + k);
+      for (int r = 0; r < NR; ++r) a[m][r] = _mm256_fmadd_ps(xv, wv[r], a[m][r]);
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    for (int r = 0; r < NR; ++r) {
+      float s = hsum(a[m][r]);
+      for (int64_t kk = k; kk < K; ++kk) s += x[m * xs + kk] * W::get(wr[r] + kk);
+      float& out = y[m * ys + n + r];
+      out = acc ? out + s : s;
+    }
+  }
+}
+
+template <typename W, int M>
+NINFER_AVX2 void gemm_rows(const float* x, int64_t xs, const typename W::T* w, int64_t ws, int64_t n0, int64_t n1,
+                           int64_t K, float* y, int64_t ys, bool acc) {
+  constexpr int NR = M <= 2 ? 4 : (M <= 4 ? 2 : 1);
+  int64_t n = n0;
+  for (; n + NR <= n1; n += NR) gemm_block<W, M, NR>(x, xs, w, ws, n, K, y, ys, acc);
+  for (; n < n1; ++n) gemm_block<W, M, 1>(x, xs, w, ws, n, K, y, ys, acc);
+}
+
+template <typename W>
+NINFER_AVX2 void gemm_avx2(const float* x, int64_t xs, int rows, const void* wv, int64_t ws, int64_t n0, int64_t n1,
+                           int64_t K, float* y, int64_t ys, bool acc) {
+  const auto* w = static_cast<const typename W::T*>(wv);
+  switch (rows) {
+    case 1: gemm_rows<W, 1>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 2: gemm_rows<W, 2>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 3: gemm_rows<W, 3>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 4: gemm_rows<W, 4>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 5: gemm_rows<W, 5>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 6: gemm_rows<W, 6>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 7: gemm_rows<W, 7>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 8: gemm_rows<W, 8>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    default: fail(ErrorKind::kInternal, "gemm kernel called with {} rows (max {})", rows, kGemmMaxRows);
+  }
+}
+
+NINFER_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  float s = hsum(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+NINFER_AVX2 void axpy_avx2(float a, const float* x, float* y, int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+NINFER_AVX2 void scale_avx2(float a, float* y, int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(av, _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] *= a;
+}
+
+NINFER_AVX2 void to_f32_avx2(const void* src, DType dtype, float* dst, int64_t n) {
+  int64_t i = 0;
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case DType::kBF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, WBf16::load8(s + i));
+      for (; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case DType::kF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, WF16::load8(s + i));
+      for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+      return;
+    }
+    default: fail(ErrorKind::kUnsupported, "to_f32: dtype {} is not f32/bf16/f16", dtype_name(dtype));
+  }
+}
+
+NINFER_AVX2 void from_f32_avx2(const float* src, DType dtype, void* dst, int64_t n) {
+  int64_t i = 0;
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case DType::kBF16: f32_to_bf16(src, static_cast<uint16_t*>(dst), static_cast<size_t>(n)); return;
+    case DType::kF16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+      for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    default: fail(ErrorKind::kUnsupported, "from_f32: dtype {} is not f32/bf16/f16", dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+bool cpu_supports_avx2_fma_f16c() {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+  return false;  // MSVC: no runtime probe wired up yet; the scalar path is used
+#endif
+}
+
+const Kernels* avx2_kernels() {
+  static const bool ok = cpu_supports_avx2_fma_f16c();
+  static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
+                         axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2};
+  return ok ? &k : nullptr;
+}
+
+#else  // not x86-64
+
+bool cpu_supports_avx2_fma_f16c() { return false; }
+const Kernels* avx2_kernels() { return nullptr; }
+
+#endif
+
+}  // namespace ninfer::cpu

@@ -1,0 +1,83 @@
+#include <cstring>
+
+#include "engine/backend/cpu/kernels.h"
+#include "engine/core/error.h"
+#include "engine/core/half.h"
+
+namespace ninfer::cpu {
+
+namespace {
+
+struct LoadF32 {
+  static float get(const void* w, int64_t i) { return static_cast<const float*>(w)[i]; }
+};
+struct LoadBf16 {
+  static float get(const void* w, int64_t i) { return bf16_to_f32(static_cast<const uint16_t*>(w)[i]); }
+};
+struct LoadF16 {
+  static float get(const void* w, int64_t i) { return f16_to_f32(static_cast<const uint16_t*>(w)[i]); }
+};
+
+template <typename Load>
+void gemm_scalar(const float* x, int64_t xs, int rows, const void* w, int64_t ws, int64_t n0, int64_t n1, int64_t K,
+                 float* y, int64_t ys, bool acc) {
+  for (int64_t n = n0; n < n1; ++n) {
+    float sum[kGemmMaxRows] = {};
+    for (int64_t k = 0; k < K; ++k) {
+      const float wv = Load::get(w, n * ws + k);
+      for (int m = 0; m < rows; ++m) sum[m] += x[m * xs + k] * wv;
+    }
+    for (int m = 0; m < rows; ++m) y[m * ys + n] = acc ? y[m * ys + n] + sum[m] : sum[m];
+  }
+}
+
+float dot_scalar(const float* a, const float* b, int64_t n) {
+  float s = 0.f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void axpy_scalar(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void scale_scalar(float a, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= a;
+}
+
+void to_f32_scalar(const void* src, DType dtype, float* dst, int64_t n) {
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case DType::kBF16: bf16_to_f32(static_cast<const uint16_t*>(src), dst, static_cast<size_t>(n)); return;
+    case DType::kF16: f16_to_f32(static_cast<const uint16_t*>(src), dst, static_cast<size_t>(n)); return;
+    default: fail(ErrorKind::kUnsupported, "to_f32: dtype {} is not f32/bf16/f16", dtype_name(dtype));
+  }
+}
+
+void from_f32_scalar(const float* src, DType dtype, void* dst, int64_t n) {
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
+    case DType::kBF16: f32_to_bf16(src, static_cast<uint16_t*>(dst), static_cast<size_t>(n)); return;
+    case DType::kF16: f32_to_f16(src, static_cast<uint16_t*>(dst), static_cast<size_t>(n)); return;
+    default: fail(ErrorKind::kUnsupported, "from_f32: dtype {} is not f32/bf16/f16", dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+GemmFn Kernels::gemm(DType w) const {
+  switch (w) {
+    case DType::kF32: return gemm_f32;
+    case DType::kBF16: return gemm_bf16;
+    case DType::kF16: return gemm_f16;
+    default: return nullptr;
+  }
+}
+
+const Kernels& scalar_kernels() {
+  static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
+                         axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar};
+  return k;
+}
+
+}  // namespace ninfer::cpu
