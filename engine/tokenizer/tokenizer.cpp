@@ -253,6 +253,41 @@ std::vector<int32_t> Tokenizer::encode_with_special(std::string_view text) const
   return out;
 }
 
+std::vector<int32_t> Tokenizer::encode_segments(std::span<const PromptSegment> segments) const {
+  std::string text;
+  size_t total = 0;
+  for (const auto& s : segments) total += s.text.size();
+  text.reserve(total);
+  std::vector<int32_t> out;
+  out.reserve(total / 3 + 4);
+  size_t pending = 0;  // start of the text not yet encoded
+  for (const auto& s : segments) {
+    size_t base = text.size();
+    text += s.text;
+    if (!s.allow_special) continue;
+    std::string_view seg = s.text;
+    for (size_t i = 0; i < seg.size();) {
+      const AddedToken* hit = nullptr;
+      for (const AddedToken* a : impl_->added_by_first[static_cast<unsigned char>(seg[i])]) {
+        if (seg.compare(i, a->content.size(), a->content) == 0) {
+          hit = a;
+          break;
+        }
+      }
+      if (!hit) {
+        ++i;
+        continue;
+      }
+      impl_->encode_plain(std::string_view(text).substr(pending, base + i - pending), out);
+      out.push_back(hit->id);
+      i += hit->content.size();
+      pending = base + i;
+    }
+  }
+  impl_->encode_plain(std::string_view(text).substr(pending), out);
+  return out;
+}
+
 std::string_view Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= impl_->id_kind.size() || impl_->id_kind[id] == 0)
     fail(ErrorKind::kInvalidArgument, "token id {} is not in the vocabulary (size {})", id, impl_->id_kind.size());

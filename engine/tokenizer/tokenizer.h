@@ -18,6 +18,12 @@ struct AddedToken {
   bool special = false;  // HF "special": skipped by decode(..., skip_special=true)
 };
 
+// A piece of a prompt: template text may contain control tokens (allow_special), message data never does.
+struct PromptSegment {
+  std::string text;
+  bool allow_special = false;
+};
+
 // Byte-level BPE tokenizer equivalent to HF `tokenizers` for the tokenizer.json shapes of the Qwen family:
 // model BPE (no unk, no byte fallback, optional ignore_merges), normalizer NFC (or none), pre-tokenizer
 // Sequence[Split(Qwen3.5 regex, Isolated), ByteLevel(use_regex=false)], decoder ByteLevel. Anything else is
@@ -42,6 +48,11 @@ class Tokenizer {
 
   // Trusted text -> ids, recognising added tokens (leftmost-longest) as HF's encode() does.
   std::vector<int32_t> encode_with_special(std::string_view text) const;
+
+  // A rendered prompt -> ids: added tokens are recognised only inside segments with allow_special (a token must
+  // lie within one such segment); all text between control tokens is pre-tokenized as one string, exactly as HF
+  // encodes the concatenated prompt when the data holds no control-token strings.
+  std::vector<int32_t> encode_segments(std::span<const PromptSegment> segments) const;
 
   // Ids -> text, as HF decode(): the tokens' bytes joined and decoded as UTF-8 with U+FFFD for invalid bytes.
   // With skip_special, added tokens marked special are dropped. Throws kInvalidArgument for an unknown id.

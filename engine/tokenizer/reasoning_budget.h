@@ -1,0 +1,64 @@
+// Owns reasoning_effort -> thinking switch and reasoning-token budget, and the budget tracker the engine runs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ninfer {
+
+enum class ReasoningEffort { kNone, kLow, kMedium, kHigh };
+
+// Parses the OpenAI `reasoning_effort` value ("none", "low", "medium", "high"; also "minimal" = low).
+// Throws kInvalidArgument naming the accepted values.
+ReasoningEffort parse_reasoning_effort(std::string_view value);
+std::string_view reasoning_effort_name(ReasoningEffort effort);
+
+// Reasoning-token budgets per effort level (configurable; these are the defaults documented in docs/tokenizer.md).
+struct ReasoningBudgets {
+  int32_t low = 1024;
+  int32_t medium = 4096;
+  int32_t high = 16384;
+};
+
+struct ReasoningConfig {
+  std::optional<bool> enable_thinking;  // nullopt: the chat template's default
+  std::optional<int32_t> budget_tokens; // nullopt: unlimited (bounded only by max_tokens)
+};
+
+// none -> thinking off; low/medium/high -> thinking on with that budget; no effort -> template default, no budget.
+ReasoningConfig resolve_reasoning(std::optional<ReasoningEffort> effort, const ReasoningBudgets& budgets = {});
+
+// Counts generated reasoning tokens and says when the budget is spent. The engine then appends closing_ids()
+// (the text "\n</think>\n\n", with </think> as its control token) to the sequence, feeds them back through
+// observe(), and generation continues with the answer.
+class ReasoningBudgetTracker {
+ public:
+  // `in_reasoning`: the prompt left a <think> block open.
+  ReasoningBudgetTracker(const Tokenizer& tokenizer, int32_t budget_tokens, bool in_reasoning);
+
+  // Records one generated (or forced) token. Returns true exactly once: when this token spends the budget while
+  // the block is still open.
+  bool observe(int32_t id);
+
+  bool in_reasoning() const { return in_reasoning_; }
+  int32_t used() const { return used_; }
+  int32_t budget() const { return budget_; }
+  // Whether the block was closed by the budget (for the request log).
+  bool forced_close() const { return forced_; }
+  const std::vector<int32_t>& closing_ids() const { return closing_; }
+
+ private:
+  int32_t think_id_;
+  int32_t end_think_id_;
+  int32_t budget_;
+  int32_t used_ = 0;
+  bool in_reasoning_;
+  bool forced_ = false;
+  std::vector<int32_t> closing_;
+};
+
+}  // namespace ninfer
