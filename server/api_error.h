@@ -1,0 +1,47 @@
+// Owns the OpenAI error object ({"error":{"message","type","param","code"}}) and its HTTP statuses.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ninfer::server {
+
+// An error answered to a client. `code` is a string (OpenAI style), never the HTTP status.
+struct ApiError {
+  int status = 500;
+  std::string type;                 // invalid_request_error | authentication_error | …
+  std::string message;
+  std::optional<std::string> param; // the request field concerned
+  std::optional<std::string> code;  // invalid_type | context_length_exceeded | …
+
+  nlohmann::json to_json() const;   // {"error":{...}} with nulls for missing param/code
+  std::string body() const { return to_json().dump(); }
+};
+
+// Thrown by request parsing; carries the ApiError to answer with.
+class ApiException : public std::exception {
+ public:
+  explicit ApiException(ApiError error) : error_(std::move(error)) {}
+  const char* what() const noexcept override { return error_.message.c_str(); }
+  const ApiError& error() const { return error_; }
+
+ private:
+  ApiError error_;
+};
+
+// The statuses of docs/api.md, one constructor each.
+ApiError bad_request(std::string message, std::optional<std::string> param = std::nullopt,
+                     std::optional<std::string> code = std::nullopt);             // 400
+ApiError invalid_json(std::string detail);                                         // 400 invalid_json
+ApiError context_length_exceeded(std::string message, std::string param);          // 400
+ApiError unauthorized(std::string message);                                        // 401
+ApiError model_not_found(const std::string& model);                                // 404
+ApiError route_not_found(const std::string& method, const std::string& path);      // 404
+ApiError body_too_large(size_t limit_bytes);                                       // 413
+ApiError queue_full(std::string message);                                          // 429
+ApiError service_unavailable(std::string message, std::string code);               // 503
+ApiError internal_error(std::string message);                                      // 500
+
+}  // namespace ninfer::server

@@ -1,0 +1,216 @@
+// Owns the narrow seam between the HTTP layer and the engine: what the server submits, what it gets back.
+#pragma once
+
+// The server never sees tensors, tokens ids of the output, the scheduler or the KV cache. It hands the
+// engine one GenerationRequest per HTTP request and a GenerationSink that receives the output as text
+// deltas (already detokenized, UTF-8 complete, split into a reasoning and a content channel) and exactly
+// one FinalResult. The real engine implements EnginePort through an adapter; tests implement it with a
+// deterministic fake (tests/server/fake_engine.h).
+//
+// Threading contract (the engine side):
+//  - Every EnginePort method may be called from any thread, concurrently.
+//  - GenerationSink calls for one request are serialized (never two at once) and may come from any
+//    engine thread; the engine never calls them under a lock the server could need, and the server's
+//    sink never blocks and never calls back into the engine.
+//  - After an accepted submit() the engine calls on_delta() zero or more times and then on_finish()
+//    exactly once, also after cancel() (stop_reason kCancelled) and on failure (kError). It may do so
+//    before submit() has returned. After on_finish() it drops its reference to the sink.
+//  - cancel() is idempotent, returns at once, and makes the engine finish the request soon (a few
+//    more deltas may arrive), freeing its KV blocks and sequence state. Unknown or finished handles
+//    are ignored.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ninfer::server {
+
+// One message of a chat-completions request, already validated and flattened to text.
+struct ChatMessage {
+  std::string role;               // system | developer | user | assistant | tool
+  std::string content;            // text parts joined in order
+  std::string reasoning;          // prior assistant thinking (input "reasoning_content" or "reasoning")
+  std::string name;               // optional participant name
+  std::string tool_call_id;       // role tool only
+};
+
+// Sampling parameters after the server applied request fields over ModelInfo::default_sampling.
+struct SamplingParams {
+  bool greedy = false;            // argmax decoding; also implied by temperature == 0
+  double temperature = 1.0;       // 0..2
+  double top_p = 1.0;             // (0, 1]
+  int32_t top_k = 0;              // 0 = off
+  double min_p = 0.0;             // 0..1, 0 = off
+  double presence_penalty = 0.0;  // -2..2
+  double frequency_penalty = 0.0; // -2..2
+  double repetition_penalty = 1.0;// > 0, 1 = off
+  std::optional<uint64_t> seed;   // fixed seed: same request, same output (also under concurrency)
+  bool logprobs = false;          // report the sampled token's logprob per output token
+  int32_t top_logprobs = 0;       // 0..20 alternatives per output token (needs logprobs)
+};
+
+enum class PromptKind {
+  kChat,    // messages: the engine applies the model's chat template
+  kText,    // prompt_text: used as is (no template)
+  kTokens,  // prompt_tokens: token ids used as is
+};
+
+struct GenerationRequest {
+  std::string request_id;                 // the response id ("chatcmpl-…" / "cmpl-…"), also in the JSONL
+  PromptKind kind = PromptKind::kChat;
+  std::vector<ChatMessage> messages;      // kChat
+  std::string prompt_text;                // kText
+  std::vector<int32_t> prompt_tokens;     // kTokens
+
+  // Chat template switches (kChat). enable_thinking unset = the template's default;
+  // reasoning_effort "none" means thinking off.
+  std::optional<bool> enable_thinking;
+  std::optional<std::string> reasoning_effort;  // none | minimal | low | medium | high | xhigh
+  bool parse_reasoning = true;            // false: everything goes to the content channel
+
+  SamplingParams sampling;
+  std::optional<int64_t> max_tokens;      // output budget incl. reasoning tokens; unset = up to the context
+  std::optional<int64_t> reasoning_budget;// max reasoning tokens, unset = unlimited
+  std::vector<std::string> stop;          // stop strings: matched on the content text, not included
+};
+
+enum class Channel { kContent, kReasoning };
+
+struct TopLogprob {
+  std::string token;
+  double logprob = 0.0;
+};
+
+struct TokenLogprob {
+  std::string token;                      // the token's text (may be a partial UTF-8 sequence)
+  double logprob = 0.0;
+  std::vector<TopLogprob> top;            // SamplingParams::top_logprobs entries, best first
+};
+
+// A piece of output. Text of one delta belongs to one channel (the engine splits at channel changes);
+// the concatenation of all deltas' text per channel is the final text. `tokens` counts the output
+// tokens this delta accounts for: text may be empty (held-back UTF-8, a hidden </think>) or tokens 0
+// (flushing held-back text).
+struct Delta {
+  Channel channel = Channel::kContent;
+  std::string text;
+  int32_t tokens = 0;
+  std::vector<TokenLogprob> logprobs;     // one per token when SamplingParams::logprobs
+};
+
+enum class StopReason {
+  kEos,              // the model ended (end-of-sequence token)
+  kStopString,       // a request stop string matched
+  kOutputLimit,      // max_tokens reached
+  kContextLimit,     // the context (max-context) is full
+  kReasoningBudget,  // the reasoning budget ended the request
+  kCancelled,        // cancel(): the client went away or the server is stopping
+  kError,            // the engine failed this request (FinalResult::error says why)
+};
+
+// Seconds, measured by the engine from the moment submit() accepted the request.
+struct Timings {
+  double queue_s = 0;    // accepted → first prefill chunk scheduled
+  double prefill_s = 0;  // first prefill chunk → prompt fully processed
+  double decode_s = 0;   // first output token → last output token
+  double ttft_s = 0;     // accepted → first output token
+  double total_s = 0;    // accepted → finished
+};
+
+struct SpecStats {
+  std::string method;                     // mtp | dflash2
+  int32_t draft_tokens = 0;               // K, tokens proposed per step
+  int64_t steps = 0;                      // drafting steps (vLLM num_drafts)
+  int64_t drafted = 0;                    // proposed tokens
+  int64_t accepted = 0;                   // accepted proposed tokens
+  std::vector<int64_t> accepted_per_pos;  // accepted counts by draft position 0..K-1
+};
+
+struct FinalResult {
+  StopReason stop_reason = StopReason::kEos;
+  std::string stop_string;                // the matched stop string (kStopString)
+  std::string error;                      // kError: what failed, with context
+  int64_t prompt_tokens = 0;              // prompt length in tokens (incl. cached ones)
+  int64_t cached_tokens = 0;              // prompt tokens reused from the prefix cache
+  int64_t completion_tokens = 0;          // output tokens incl. reasoning ones
+  int64_t reasoning_tokens = 0;           // output tokens of the reasoning channel
+  Timings timings;
+  std::optional<SpecStats> spec;          // set when the request was speculated
+};
+
+class GenerationSink {
+ public:
+  virtual ~GenerationSink() = default;
+  virtual void on_delta(Delta delta) = 0;
+  virtual void on_finish(FinalResult result) = 0;
+};
+
+using RequestHandle = uint64_t;  // 0 is never a valid handle
+
+enum class RejectKind {
+  kNone,
+  kNotReady,       // still loading (HTTP 503)
+  kQueueFull,      // admission queue full (HTTP 429)
+  kContextLength,  // prompt + max_tokens exceed the context (HTTP 400, code context_length_exceeded)
+  kInvalid,        // the request cannot be served as given (HTTP 400), e.g. a token id out of range
+  kInternal,       // anything else (HTTP 500)
+};
+
+struct SubmitResult {
+  RequestHandle handle = 0;     // valid when reject == kNone
+  RejectKind reject = RejectKind::kNone;
+  std::string message;          // for rejections: the reason, with the numbers
+  std::string param;            // the request field it concerns, if any ("messages", "max_tokens")
+  int64_t prompt_tokens = 0;    // kContextLength: the prompt's length, when known
+
+  bool accepted() const { return reject == RejectKind::kNone; }
+};
+
+// The settings the engine actually runs with (auto values resolved); they shape the numbers, so every
+// JSONL line carries them.
+struct EngineSettings {
+  std::string kv_dtype;          // int8 | bf16 | f16 | f32
+  int64_t prefill_chunk = 0;
+  int64_t max_context = 0;
+  int64_t kv_capacity = 0;       // tokens
+  bool prefix_reuse = true;
+  int32_t tp = 1;
+  int32_t max_concurrency = 1;
+  std::string spec_method = "none";  // none | mtp | dflash2
+  int32_t draft_tokens = 0;
+};
+
+struct ModelInfo {
+  std::string name;              // the artifact's model name; --served-model-name overrides it
+  int64_t max_context = 0;       // tokens, prompt + output
+  int64_t created = 0;           // unix seconds (artifact time) for /v1/models
+  SamplingParams default_sampling;  // the model's generation defaults
+  EngineSettings settings;
+};
+
+// A snapshot of the engine's load for /metrics.
+struct EngineLoad {
+  int64_t waiting = 0;           // accepted, not yet running
+  int64_t running = 0;           // sequences being prefilled or decoded
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_total = 0;
+};
+
+class EnginePort {
+ public:
+  virtual ~EnginePort() = default;
+  virtual bool ready() const = 0;              // false while loading
+  virtual ModelInfo model_info() const = 0;    // valid once ready()
+  virtual EngineLoad load() const = 0;
+  virtual SubmitResult submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) = 0;
+  virtual void cancel(RequestHandle handle) = 0;
+};
+
+std::string_view stop_reason_name(StopReason reason);   // eos | stop_string | … (the JSONL names)
+std::string_view finish_reason_name(StopReason reason); // OpenAI: stop | length; abort | error
+std::string_view channel_name(Channel channel);
+
+}  // namespace ninfer::server

@@ -1,0 +1,602 @@
+#include "server/http_server.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "engine/core/error.h"
+#include "server/api_error.h"
+#include "server/jsonl_log.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/request_report.h"
+#include "server/request_stream.h"
+#include "server/serve_options.h"
+#include "server/sse.h"
+
+namespace ninfer::server {
+
+namespace {
+
+using json = nlohmann::json;
+using Req = httplib::Request;
+using Res = httplib::Response;
+
+constexpr const char* kJson = "application/json";
+
+void send_json(Res& res, const json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), kJson);
+}
+
+void send_error(Res& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(e.body(), kJson);
+}
+
+// Both the JSONL writer and the metrics outlive the HttpServer when the engine still holds sinks.
+struct Recorder {
+  std::shared_ptr<ServerMetrics> metrics = std::make_shared<ServerMetrics>();
+  std::unique_ptr<JsonlWriter> jsonl;
+
+  void finished(const RequestRecord& rec, bool engine_finished) {
+    if (engine_finished) metrics->record_finished(rec.result);
+    else metrics->record_rejected();
+    if (jsonl) jsonl->write(jsonl_record(rec));
+  }
+};
+
+int outcome_status(StopReason r) {
+  if (r == StopReason::kError) return 500;
+  if (r == StopReason::kCancelled) return 499;  // the client closed the request (or the server stopped)
+  return 200;
+}
+
+ApiError rejection_error(const SubmitResult& sr) {
+  switch (sr.reject) {
+    case RejectKind::kNotReady:
+      return service_unavailable(sr.message.empty() ? "The model is still loading." : sr.message, "model_loading");
+    case RejectKind::kQueueFull: return queue_full(sr.message.empty() ? "The engine queue is full." : sr.message);
+    case RejectKind::kContextLength:
+      return context_length_exceeded(sr.message, sr.param.empty() ? "messages" : sr.param);
+    case RejectKind::kInvalid:
+      return bad_request(sr.message, sr.param.empty() ? std::nullopt : std::optional<std::string>(sr.param),
+                         "invalid_value");
+    case RejectKind::kInternal:
+    case RejectKind::kNone: break;
+  }
+  return internal_error(sr.message.empty() ? "The engine refused the request." : sr.message);
+}
+
+bool equal_constant_time(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+// One generation request after parsing: what the handler needs besides the GenerationRequest.
+struct Prepared {
+  bool chat = true;
+  GenerationRequest gen;
+  std::optional<std::string> model;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  std::string max_tokens_field;
+  std::string user;
+};
+
+// httplib 0.11 listens with a backlog of 5: a burst of clients overflows it. Listening again on the
+// bound socket raises the backlog (POSIX allows it; Winsock keeps the first value).
+class ListeningServer : public httplib::Server {
+ public:
+  void raise_backlog() {
+    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, 1024);
+  }
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  struct Entry {
+    std::shared_ptr<RequestStream> stream;
+    RequestHandle handle = 0;
+  };
+
+  // Holds one in-flight slot; releases it when the handler or the stream's response is done.
+  struct Ticket {
+    Impl* impl;
+    uint64_t serial;
+    std::atomic<RequestHandle> handle{0};
+    ~Ticket() { impl->release(serial); }
+  };
+
+  Impl(HttpServerConfig c, EnginePort& e) : config(std::move(c)), engine(e) {
+    if (!config.log_jsonl_path.empty()) recorder->jsonl = std::make_unique<JsonlWriter>(config.log_jsonl_path);
+    std::random_device rd;
+    id_prefix = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+
+  HttpServerConfig config;
+  EnginePort& engine;
+  std::shared_ptr<Recorder> recorder = std::make_shared<Recorder>();
+  ListeningServer svr;
+  std::thread listener;
+  int port = -1;
+  std::atomic<bool> stopping{false};
+  bool started = false;
+  uint64_t id_prefix = 0;
+  std::atomic<uint64_t> id_counter{0};
+
+  std::mutex inflight_mu;
+  std::condition_variable inflight_cv;
+  std::map<uint64_t, Entry> inflight;
+  uint64_t next_serial = 1;
+
+  std::string new_id(const char* prefix) {
+    return fmt::format("{}{:016x}{:08x}", prefix, id_prefix, id_counter.fetch_add(1) + 1);
+  }
+
+  std::shared_ptr<Ticket> admit(const std::shared_ptr<RequestStream>& stream) {
+    std::lock_guard<std::mutex> lock(inflight_mu);
+    if (stopping || static_cast<int>(inflight.size()) >= config.max_in_flight) return nullptr;
+    auto t = std::make_shared<Ticket>();
+    t->impl = this;
+    t->serial = next_serial++;
+    inflight[t->serial] = Entry{stream, 0};
+    return t;
+  }
+
+  void set_handle(Ticket& t, RequestHandle h) {
+    t.handle = h;
+    std::lock_guard<std::mutex> lock(inflight_mu);
+    auto it = inflight.find(t.serial);
+    if (it != inflight.end()) it->second.handle = h;
+  }
+
+  void release(uint64_t serial) {
+    {
+      std::lock_guard<std::mutex> lock(inflight_mu);
+      inflight.erase(serial);
+    }
+    inflight_cv.notify_all();
+  }
+
+  int64_t in_flight() {
+    std::lock_guard<std::mutex> lock(inflight_mu);
+    return static_cast<int64_t>(inflight.size());
+  }
+
+  std::string served_name(const ModelInfo& info) const {
+    return config.served_model_name.empty() ? info.name : config.served_model_name;
+  }
+
+  void check_auth(const Req& req) const {
+    if (config.api_keys.empty()) return;
+    std::string key;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0) key = auth.substr(7);
+    else key = req.get_header_value("X-Api-Key");
+    if (key.empty())
+      throw ApiException(unauthorized("Missing API key: send it as 'Authorization: Bearer <key>'."));
+    for (const std::string& k : config.api_keys)
+      if (equal_constant_time(k, key)) return;
+    throw ApiException(unauthorized("Incorrect API key provided."));
+  }
+
+  ModelInfo require_ready() const {
+    if (!engine.ready())
+      throw ApiException(service_unavailable(
+          "The model is still loading; retry when GET /health answers 200.", "model_loading"));
+    return engine.model_info();
+  }
+
+  static json parse_body(const Req& req) {
+    if (req.body.empty()) throw ApiException(invalid_json("the body is empty."));
+    try {
+      return json::parse(req.body);
+    } catch (const json::parse_error& e) {
+      throw ApiException(invalid_json(e.what()));
+    }
+  }
+
+  void install_routes();
+  void handle_generation(const Req& req, Res& res, bool chat);
+  void serve_non_stream(Res& res, const Prepared& p, const ResponseHead& head,
+                        const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<Ticket>& ticket);
+  void serve_stream(Res& res, const Prepared& p, const ResponseHead& head,
+                    const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<Ticket>& ticket);
+};
+
+namespace {
+
+template <typename Fn>
+httplib::Server::Handler guarded(Fn fn) {
+  return [fn](const Req& req, Res& res) {
+    try {
+      fn(req, res);
+    } catch (const ApiException& e) {
+      send_error(res, e.error());
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: {}", req.method, req.path, e.what());
+      send_error(res, internal_error(fmt::format("Internal server error: {}", e.what())));
+    }
+  };
+}
+
+}  // namespace
+
+void HttpServer::Impl::install_routes() {
+  svr.Get("/health", guarded([this](const Req&, Res& res) {
+    if (!engine.ready()) {
+      ApiError e = service_unavailable("The model is loading.", "model_loading");
+      json body = e.to_json();
+      body["status"] = "loading";
+      send_json(res, body, 503);
+      return;
+    }
+    send_json(res, {{"status", "ok"}});
+  }));
+
+  svr.Get("/metrics", guarded([this](const Req&, Res& res) {
+    std::string model = config.served_model_name;
+    if (model.empty() && engine.ready()) model = engine.model_info().name;
+    res.status = 200;
+    res.set_content(recorder->metrics->render(model, engine.load(), in_flight()),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  }));
+
+  svr.Get("/v1/models", guarded([this](const Req& req, Res& res) {
+    check_auth(req);
+    ModelInfo info = require_ready();
+    send_json(res, models_json(served_name(info), info.created, info.max_context));
+  }));
+
+  svr.Get(R"(/v1/models/(.+))", guarded([this](const Req& req, Res& res) {
+    check_auth(req);
+    ModelInfo info = require_ready();
+    const std::string id = req.matches[1];
+    if (id != served_name(info)) throw ApiException(model_not_found(id));
+    send_json(res, model_json(id, info.created));
+  }));
+
+  svr.Post("/v1/chat/completions", guarded([this](const Req& req, Res& res) { handle_generation(req, res, true); }));
+  svr.Post("/v1/completions", guarded([this](const Req& req, Res& res) { handle_generation(req, res, false); }));
+
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const Req& req, Res& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e;
+    if (res.status == 404) e = route_not_found(req.method, req.path);
+    else if (res.status == 413) e = body_too_large(config.max_body_bytes);
+    else if (res.status == 400) e = bad_request("Malformed HTTP request.");
+    else if (res.status >= 500) e = internal_error(fmt::format("HTTP error {}.", res.status));
+    else e = {res.status, "invalid_request_error", fmt::format("HTTP error {}.", res.status), std::nullopt, std::nullopt};
+    e.status = res.status;
+    send_error(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+
+  svr.set_exception_handler([](const Req& req, Res& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("{} {}: {}", req.method, req.path, what);
+    send_error(res, internal_error(fmt::format("Internal server error: {}", what)));
+  });
+
+  std::shared_ptr<ServerMetrics> metrics = recorder->metrics;
+  svr.set_logger([metrics](const Req& req, const Res& res) {
+    metrics->record_http_status(res.status);
+    spdlog::debug("{} {} {}", req.method, req.path, res.status);
+  });
+}
+
+void HttpServer::Impl::handle_generation(const Req& req, Res& res, bool chat) {
+  check_auth(req);
+  json body = parse_body(req);
+  ModelInfo info = require_ready();
+  const std::string served = served_name(info);
+  const RequestPolicy policy{config.force_greedy, config.reasoning_budget};
+
+  Prepared p;
+  p.chat = chat;
+  if (chat) {
+    ChatCompletionRequest r = parse_chat_request(body);
+    p.gen = to_generation_request(r, new_id("chatcmpl-"), info.default_sampling, policy);
+    p.model = r.model;
+    p.stream = r.stream;
+    p.include_usage = r.include_usage;
+    p.logprobs = r.logprobs;
+    p.max_tokens_field = r.max_tokens_field.empty() ? "max_tokens" : r.max_tokens_field;
+    p.user = r.user;
+  } else {
+    CompletionRequest r = parse_completion_request(body);
+    p.gen = to_generation_request(r, new_id("cmpl-"), info.default_sampling, policy);
+    p.model = r.model;
+    p.stream = r.stream;
+    p.include_usage = r.include_usage;
+    p.logprobs = r.logprobs.has_value();
+    p.max_tokens_field = "max_tokens";
+    p.user = r.user;
+  }
+  if (p.model && *p.model != served) throw ApiException(model_not_found(*p.model));
+  if (p.gen.max_tokens && info.max_context > 0 && *p.gen.max_tokens >= info.max_context)
+    throw ApiException(context_length_exceeded(
+        fmt::format("This model's maximum context length is {} tokens (prompt + output), but {} is {}, "
+                    "which leaves no room for the prompt.",
+                    info.max_context, p.max_tokens_field, *p.gen.max_tokens),
+        p.max_tokens_field));
+
+  const ResponseHead head{p.gen.request_id, static_cast<int64_t>(std::time(nullptr)), served};
+  RequestRecord base;
+  base.request_id = head.id;
+  base.model = served;
+  base.endpoint = chat ? "chat.completions" : "completions";
+  base.stream = p.stream;
+  base.max_tokens = p.gen.max_tokens;
+  base.settings = info.settings;
+  base.user = p.user;
+
+  std::shared_ptr<Recorder> rec = recorder;
+  auto stream = std::make_shared<RequestStream>(
+      recorder->metrics, [rec, base](const FinalResult& r, bool empty_content) {
+        RequestRecord record = base;
+        record.finished_at = std::chrono::system_clock::now();
+        record.result = r;
+        record.empty_content = empty_content;
+        record.http_status = outcome_status(r.stop_reason);
+        rec->finished(record, true);
+      });
+  std::shared_ptr<Ticket> ticket = admit(stream);
+  if (!ticket) {
+    if (stopping) throw ApiException(service_unavailable("The server is shutting down.", "server_stopping"));
+    throw ApiException(queue_full(fmt::format(
+        "The server is already serving {} requests, its limit; retry later.", config.max_in_flight)));
+  }
+
+  SubmitResult sr;
+  try {
+    sr = engine.submit(p.gen, stream);
+  } catch (const std::exception& e) {
+    sr.reject = RejectKind::kInternal;
+    sr.message = fmt::format("The engine failed to accept the request: {}", e.what());
+  }
+  if (!sr.accepted()) {
+    ApiError e = rejection_error(sr);
+    RequestRecord record = base;
+    record.finished_at = std::chrono::system_clock::now();
+    record.result.stop_reason = StopReason::kError;
+    record.result.error = e.message;
+    record.result.prompt_tokens = sr.prompt_tokens;
+    record.empty_content = true;
+    record.http_status = e.status;
+    recorder->finished(record, false);
+    throw ApiException(std::move(e));
+  }
+  set_handle(*ticket, sr.handle);
+  res.set_header("X-Request-Id", head.id);
+  if (p.stream) serve_stream(res, p, head, stream, ticket);
+  else serve_non_stream(res, p, head, stream, ticket);
+}
+
+void HttpServer::Impl::serve_non_stream(Res& res, const Prepared& p, const ResponseHead& head,
+                                        const std::shared_ptr<RequestStream>& stream,
+                                        const std::shared_ptr<Ticket>& ticket) {
+  CollectedOutput out;
+  std::optional<FinalResult> final;
+  while (!final) {
+    RequestStream::Pending pending = stream->wait(std::chrono::milliseconds(1000));
+    for (const Delta& d : pending.deltas) out.add(d);
+    if (pending.final) final = std::move(pending.final);
+    else if (pending.aborted) {
+      engine.cancel(ticket->handle);
+      throw ApiException(service_unavailable("The server is shutting down.", "server_stopping"));
+    }
+  }
+  if (final->stop_reason == StopReason::kError)
+    throw ApiException(internal_error(fmt::format("The engine failed while generating: {}", final->error)));
+  if (final->stop_reason == StopReason::kCancelled)
+    throw ApiException(service_unavailable("The request was cancelled: the server is shutting down.",
+                                           "server_stopping"));
+  send_json(res, p.chat ? chat_completion_json(head, out, *final, p.logprobs)
+                        : completion_json(head, out, *final, p.logprobs));
+}
+
+void HttpServer::Impl::serve_stream(Res& res, const Prepared& p, const ResponseHead& head,
+                                    const std::shared_ptr<RequestStream>& stream,
+                                    const std::shared_ptr<Ticket>& ticket) {
+  struct State {
+    bool started = false;
+    size_t text_offset = 0;
+  };
+  auto st = std::make_shared<State>();
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  const bool chat = p.chat;
+  const bool usage = p.include_usage;
+  const bool logprobs = p.logprobs;
+  const auto ping = config.sse_ping_interval;
+  EnginePort* eng = &engine;
+  res.set_chunked_content_provider(
+      kSseContentType,
+      [=](size_t, httplib::DataSink& sink) -> bool {
+        auto give_up = [&] {
+          eng->cancel(ticket->handle);  // the client went away: free the sequence
+          return false;
+        };
+        std::string buf;
+        if (!st->started) {
+          st->started = true;
+          if (chat) buf += sse_data(chat_role_chunk(head, usage));
+        }
+        RequestStream::Pending pending = stream->wait(buf.empty() ? ping : std::chrono::milliseconds(0));
+        for (const Delta& d : pending.deltas) {
+          auto chunks = chat ? chat_delta_chunks(head, d, logprobs, usage)
+                             : completion_delta_chunks(head, d, logprobs, usage, st->text_offset);
+          if (!chat) st->text_offset += d.text.size();
+          for (const json& c : chunks) buf += sse_data(c);
+        }
+        bool end = false;
+        if (pending.final) {
+          const FinalResult& r = *pending.final;
+          if (r.stop_reason == StopReason::kError) {
+            buf += sse_data(internal_error(fmt::format("The engine failed while generating: {}", r.error)).to_json());
+          } else if (r.stop_reason == StopReason::kCancelled) {
+            buf += sse_data(service_unavailable("The request was cancelled: the server is shutting down.",
+                                                "server_stopping").to_json());
+          } else {
+            buf += sse_data(chat ? chat_finish_chunk(head, r, usage, !usage)
+                                 : completion_finish_chunk(head, r, usage, !usage));
+            if (usage) buf += sse_data(usage_chunk(head, chat ? "chat.completion.chunk" : "text_completion", r));
+          }
+          buf += sse_done();
+          end = true;
+        } else if (pending.aborted) {
+          eng->cancel(ticket->handle);
+          buf += sse_data(service_unavailable("The server is shutting down.", "server_stopping").to_json());
+          buf += sse_done();
+          end = true;
+        } else if (buf.empty() && pending.deltas.empty()) {
+          buf = sse_comment("keep-alive");  // nothing for `ping`: probe the connection
+        }
+        if (!buf.empty() && !sink.write(buf.data(), buf.size())) return give_up();
+        if (end) sink.done();
+        return true;
+      },
+      [stream, ticket, eng](bool success) {
+        if (!success && !stream->finished()) eng->cancel(ticket->handle);
+      });
+}
+
+HttpServerConfig http_config_from(const ServeOptions& o) {
+  HttpServerConfig c;
+  c.host = o.host;
+  c.port = o.port;
+  c.api_keys = o.api_keys;
+  c.served_model_name = o.served_model_name;
+  c.max_in_flight = std::max(64, 8 * o.max_concurrency);
+  c.force_greedy = o.greedy;
+  c.reasoning_budget = o.reasoning_budget;
+  c.log_jsonl_path = o.log_jsonl;
+  return c;
+}
+
+HttpServer::HttpServer(HttpServerConfig config, EnginePort& engine)
+    : impl_(std::make_unique<Impl>(std::move(config), engine)) {
+  Impl& im = *impl_;
+  const int threads = im.config.http_threads > 0 ? im.config.http_threads : im.config.max_in_flight + 16;
+  im.svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  im.svr.set_payload_max_length(im.config.max_body_bytes);
+  im.svr.set_keep_alive_timeout(5);
+  im.install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::start() {
+  Impl& im = *impl_;
+  if (im.started) return im.port;
+  int port = im.config.port == 0 ? im.svr.bind_to_any_port(im.config.host)
+                                 : (im.svr.bind_to_port(im.config.host, im.config.port) ? im.config.port : -1);
+  if (port < 0)
+    fail(ErrorKind::kIo, "--host/--port: cannot listen on {}:{} (address in use or not available here)",
+         im.config.host, im.config.port);
+  im.svr.raise_backlog();
+  im.port = port;
+  im.started = true;
+  im.listener = std::thread([&im] { im.svr.listen_after_bind(); });
+  return port;
+}
+
+void HttpServer::stop() {
+  Impl& im = *impl_;
+  if (!im.started) return;
+  im.stopping = true;
+  std::vector<Impl::Entry> entries;
+  {
+    std::lock_guard<std::mutex> lock(im.inflight_mu);
+    for (auto& [serial, e] : im.inflight) entries.push_back(e);
+  }
+  for (const Impl::Entry& e : entries)
+    if (e.handle != 0) im.engine.cancel(e.handle);
+  // Give the engine time to finish the cancelled requests (their JSONL lines), then wake the rest.
+  auto deadline = std::chrono::steady_clock::now() + im.config.stop_grace;
+  for (const Impl::Entry& e : entries)
+    while (!e.stream->finished() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (const Impl::Entry& e : entries) e.stream->abort();
+  {
+    std::unique_lock<std::mutex> lock(im.inflight_mu);
+    im.inflight_cv.wait_until(lock, deadline + std::chrono::milliseconds(500), [&] { return im.inflight.empty(); });
+  }
+  im.svr.stop();
+  if (im.listener.joinable()) im.listener.join();
+  im.started = false;
+  if (im.recorder->jsonl) im.recorder->jsonl->flush();
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+std::string HttpServer::address() const { return fmt::format("http://{}:{}", impl_->config.host, impl_->port); }
+
+const ServerMetrics& HttpServer::metrics() const { return *impl_->recorder->metrics; }
+
+int64_t HttpServer::in_flight() const { return impl_->in_flight(); }
+
+void HttpServer::flush_log() {
+  if (impl_->recorder->jsonl) impl_->recorder->jsonl->flush();
+}
+
+namespace {
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int sig) { g_signal = sig; }
+}  // namespace
+
+int run_server(const ServeOptions& options, EnginePort& engine) {
+  std::unique_ptr<HttpServer> server;
+  try {
+    server = std::make_unique<HttpServer>(http_config_from(options), engine);
+    server->start();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  g_signal = 0;
+  auto prev_int = std::signal(SIGINT, on_stop_signal);
+  auto prev_term = std::signal(SIGTERM, on_stop_signal);
+  spdlog::info("listening on {} ({}){}", server->address(), engine.ready() ? "ready" : "loading: /health answers 503",
+               options.api_keys.empty() ? "" : ", API key required on /v1/*");
+  if (!options.log_jsonl.empty()) spdlog::info("request timings: one JSON line per request in {}", options.log_jsonl);
+  bool ready_logged = engine.ready();
+  while (g_signal == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!ready_logged && engine.ready()) {
+      ModelInfo info = engine.model_info();
+      spdlog::info("model ready: serving '{}' (max context {} tokens)",
+                   options.served_model_name.empty() ? info.name : options.served_model_name, info.max_context);
+      ready_logged = true;
+    }
+  }
+  spdlog::info("signal {} received: stopping", g_signal.load());
+  server->stop();
+  std::signal(SIGINT, prev_int);
+  std::signal(SIGTERM, prev_term);
+  return 0;
+}
+
+}  // namespace ninfer::server

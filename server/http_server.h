@@ -1,0 +1,68 @@
+// Owns the HTTP server: routes, authentication, limits, streaming, cancellation on disconnect.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/engine_port.h"
+#include "server/metrics.h"
+
+namespace ninfer::server {
+
+struct ServeOptions;
+
+struct HttpServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;                          // 0: any free port (HttpServer::port() tells which)
+  std::vector<std::string> api_keys;        // empty: no authentication
+  std::string served_model_name;            // empty: ModelInfo::name
+  size_t max_body_bytes = size_t{64} << 20; // larger bodies get 413
+  int max_in_flight = 256;                  // generation requests served at once; more get 429
+  int http_threads = 0;                     // 0: max_in_flight + 16
+  std::chrono::milliseconds sse_ping_interval{5000};  // SSE comment after this long without output
+  std::chrono::milliseconds stop_grace{3000};         // stop(): wait this long for cancelled requests
+  bool force_greedy = false;                // --greedy
+  std::optional<int64_t> reasoning_budget;  // --reasoning-budget
+  std::string log_jsonl_path;               // empty: no JSONL log
+};
+
+// The server config the flags imply (host, port, keys, served name, greedy, budget, JSONL path;
+// max_in_flight = max(64, 8 × --max-concurrency)).
+HttpServerConfig http_config_from(const ServeOptions& options);
+
+class HttpServer {
+ public:
+  // Opens the JSONL log when configured (throws ninfer::Error naming --log-jsonl on failure).
+  HttpServer(HttpServerConfig config, EnginePort& engine);
+  ~HttpServer();  // stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts serving on a background thread; returns the bound port.
+  // Throws ninfer::Error (kIo) when the address cannot be bound.
+  int start();
+  // Cancels in-flight requests (their JSONL lines are still written), stops listening, joins.
+  void stop();
+
+  int port() const;
+  std::string address() const;  // http://host:port
+  const ServerMetrics& metrics() const;
+  int64_t in_flight() const;
+  // Blocks until every queued JSONL line is on disk (no-op without a log).
+  void flush_log();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What ninfer-serve's main calls after parsing the flags: serves `engine` (GET /health answers 503
+// until engine.ready()) until SIGINT or SIGTERM, then stops cleanly. Returns the process exit code:
+// 0 after a signal, 1 when the server cannot start (the reason is logged).
+int run_server(const ServeOptions& options, EnginePort& engine);
+
+}  // namespace ninfer::server

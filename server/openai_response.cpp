@@ -1,0 +1,184 @@
+#include "server/openai_response.h"
+
+#include "server/request_report.h"
+
+namespace ninfer::server {
+
+using json = nlohmann::json;
+
+void CollectedOutput::add(const Delta& d) {
+  (d.channel == Channel::kReasoning ? reasoning : content) += d.text;
+  logprobs.insert(logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+}
+
+std::string system_fingerprint() { return std::string("ninfer-") + NINFER_VERSION; }
+
+json usage_json(const FinalResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}},
+          {"completion_tokens_details", {{"reasoning_tokens", r.reasoning_tokens}}}};
+}
+
+namespace {
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+json head_json(const ResponseHead& h, const char* object) {
+  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model},
+          {"system_fingerprint", system_fingerprint()}};
+}
+
+json reasoning_value(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+}  // namespace
+
+json chat_logprobs_json(const std::vector<TokenLogprob>& lps) {
+  json content = json::array();
+  for (const TokenLogprob& t : lps) {
+    json top = json::array();
+    for (const TopLogprob& a : t.top)
+      top.push_back({{"token", a.token}, {"logprob", a.logprob}, {"bytes", bytes_of(a.token)}});
+    content.push_back(
+        {{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes_of(t.token)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (const TokenLogprob& t : lps) {
+    tokens.push_back(t.token);
+    token_logprobs.push_back(t.logprob);
+    json alts = json::object();
+    for (const TopLogprob& a : t.top) alts[a.token] = a.logprob;
+    top.push_back(alts);
+    offsets.push_back(text_offset);
+    text_offset += t.token.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top},
+          {"text_offset", offsets}};
+}
+
+json chat_completion_json(const ResponseHead& head, const CollectedOutput& out, const FinalResult& r,
+                          bool logprobs) {
+  json message = {{"role", "assistant"},
+                  {"content", out.content},
+                  {"reasoning_content", reasoning_value(out.reasoning)},
+                  {"reasoning", reasoning_value(out.reasoning)},
+                  {"refusal", nullptr}};
+  json choice = {{"index", 0},
+                 {"message", std::move(message)},
+                 {"logprobs", logprobs ? chat_logprobs_json(out.logprobs) : json(nullptr)},
+                 {"finish_reason", finish_reason_name(r.stop_reason)}};
+  json j = head_json(head, "chat.completion");
+  j["choices"] = json::array({std::move(choice)});
+  j["usage"] = usage_json(r);
+  j["timings"] = timings_json(r);
+  return j;
+}
+
+json completion_json(const ResponseHead& head, const CollectedOutput& out, const FinalResult& r,
+                     bool logprobs) {
+  json choice = {{"index", 0},
+                 {"text", out.content},
+                 {"logprobs", logprobs ? completion_logprobs_json(out.logprobs, 0) : json(nullptr)},
+                 {"finish_reason", finish_reason_name(r.stop_reason)}};
+  json j = head_json(head, "text_completion");
+  j["choices"] = json::array({std::move(choice)});
+  j["usage"] = usage_json(r);
+  j["timings"] = timings_json(r);
+  return j;
+}
+
+json chat_role_chunk(const ResponseHead& head, bool usage_field) {
+  json j = head_json(head, "chat.completion.chunk");
+  j["choices"] = json::array({{{"index", 0},
+                               {"delta", {{"role", "assistant"}, {"content", ""}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
+  if (usage_field) j["usage"] = nullptr;
+  return j;
+}
+
+std::vector<json> chat_delta_chunks(const ResponseHead& head, const Delta& d, bool logprobs,
+                                    bool usage_field) {
+  const bool show_lp = logprobs && !d.logprobs.empty();
+  if (d.text.empty() && !show_lp) return {};
+  json delta = json::object();
+  if (d.channel == Channel::kReasoning) {
+    delta["reasoning_content"] = d.text;
+    delta["reasoning"] = d.text;
+  } else {
+    delta["content"] = d.text;
+  }
+  json j = head_json(head, "chat.completion.chunk");
+  j["choices"] = json::array({{{"index", 0},
+                               {"delta", std::move(delta)},
+                               {"logprobs", show_lp ? chat_logprobs_json(d.logprobs) : json(nullptr)},
+                               {"finish_reason", nullptr}}});
+  if (usage_field) j["usage"] = nullptr;
+  return {std::move(j)};
+}
+
+json chat_finish_chunk(const ResponseHead& head, const FinalResult& r, bool usage_field,
+                       bool with_timings) {
+  json j = head_json(head, "chat.completion.chunk");
+  j["choices"] = json::array({{{"index", 0},
+                               {"delta", json::object()},
+                               {"logprobs", nullptr},
+                               {"finish_reason", finish_reason_name(r.stop_reason)}}});
+  if (usage_field) j["usage"] = nullptr;
+  if (with_timings) j["timings"] = timings_json(r);
+  return j;
+}
+
+json usage_chunk(const ResponseHead& head, const char* object, const FinalResult& r) {
+  json j = head_json(head, object);
+  j["choices"] = json::array();
+  j["usage"] = usage_json(r);
+  j["timings"] = timings_json(r);
+  return j;
+}
+
+std::vector<json> completion_delta_chunks(const ResponseHead& head, const Delta& d, bool logprobs,
+                                          bool usage_field, size_t text_offset) {
+  const bool show_lp = logprobs && !d.logprobs.empty();
+  if (d.text.empty() && !show_lp) return {};
+  json j = head_json(head, "text_completion");
+  j["choices"] = json::array({{{"index", 0},
+                               {"text", d.text},
+                               {"logprobs", show_lp ? completion_logprobs_json(d.logprobs, text_offset) : json(nullptr)},
+                               {"finish_reason", nullptr}}});
+  if (usage_field) j["usage"] = nullptr;
+  return {std::move(j)};
+}
+
+json completion_finish_chunk(const ResponseHead& head, const FinalResult& r, bool usage_field,
+                             bool with_timings) {
+  json j = head_json(head, "text_completion");
+  j["choices"] = json::array({{{"index", 0},
+                               {"text", ""},
+                               {"logprobs", nullptr},
+                               {"finish_reason", finish_reason_name(r.stop_reason)}}});
+  if (usage_field) j["usage"] = nullptr;
+  if (with_timings) j["timings"] = timings_json(r);
+  return j;
+}
+
+json model_json(const std::string& id, int64_t created) {
+  return {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "ninfer"}};
+}
+
+json models_json(const std::string& id, int64_t created, int64_t max_context) {
+  json m = model_json(id, created);
+  m["max_model_len"] = max_context;  // vLLM's extension: clients read the context size from it
+  return {{"object", "list"}, {"data", json::array({std::move(m)})}};
+}
+
+}  // namespace ninfer::server

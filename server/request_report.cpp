@@ -1,0 +1,131 @@
+#include "server/request_report.h"
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace ninfer::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json spec_json(const SpecStats& s) {
+  json j = {{"method", s.method},
+            {"draft_tokens", s.draft_tokens},
+            {"steps", s.steps},
+            {"drafted", s.drafted},
+            {"accepted", s.accepted},
+            {"acceptance_rate", s.drafted > 0 ? json(static_cast<double>(s.accepted) / s.drafted) : json(nullptr)},
+            {"mean_acceptance_length",
+             s.steps > 0 ? json(1.0 + static_cast<double>(s.accepted) / s.steps) : json(nullptr)},
+            {"accepted_per_pos", s.accepted_per_pos}};
+  return j;
+}
+
+}  // namespace
+
+std::optional<double> prefill_tok_s(const FinalResult& r) {
+  if (r.timings.prefill_s <= 0) return std::nullopt;
+  return static_cast<double>(r.prompt_tokens - r.cached_tokens) / r.timings.prefill_s;
+}
+
+std::optional<double> decode_tok_s(const FinalResult& r) {
+  if (r.timings.decode_s <= 0 || r.completion_tokens < 2) return std::nullopt;
+  return static_cast<double>(r.completion_tokens - 1) / r.timings.decode_s;
+}
+
+json timings_json(const FinalResult& r) {
+  const Timings& t = r.timings;
+  const int64_t prompt_n = r.prompt_tokens - r.cached_tokens;
+  const double prompt_ms = t.prefill_s * 1e3;
+  const double predicted_ms = t.decode_s * 1e3;
+  json j = {
+      {"queue_s", t.queue_s},
+      {"prefill_s", t.prefill_s},
+      {"decode_s", t.decode_s},
+      {"ttft_s", t.ttft_s},
+      {"total_s", t.total_s},
+      {"prefill_tok_s", opt(prefill_tok_s(r))},
+      {"decode_tok_s", opt(decode_tok_s(r))},
+      {"stop_reason", stop_reason_name(r.stop_reason)},
+      // llama.cpp names
+      {"cache_n", r.cached_tokens},
+      {"prompt_n", prompt_n},
+      {"prompt_ms", prompt_ms},
+      {"prompt_per_token_ms", prompt_n > 0 ? json(prompt_ms / prompt_n) : json(nullptr)},
+      {"prompt_per_second", prompt_ms > 0 ? json(prompt_n * 1e3 / prompt_ms) : json(nullptr)},
+      {"predicted_n", r.completion_tokens},
+      {"predicted_ms", predicted_ms},
+      {"predicted_per_token_ms",
+       r.completion_tokens > 0 ? json(predicted_ms / r.completion_tokens) : json(nullptr)},
+      {"predicted_per_second",
+       predicted_ms > 0 ? json(r.completion_tokens * 1e3 / predicted_ms) : json(nullptr)},
+  };
+  if (r.spec) {
+    j["draft_n"] = r.spec->drafted;
+    j["draft_n_accepted"] = r.spec->accepted;
+    j["spec"] = spec_json(*r.spec);
+  }
+  return j;
+}
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  using namespace std::chrono;
+  const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+#ifdef _WIN32
+  gmtime_s(&tm, &secs);
+#else
+  gmtime_r(&secs, &tm);
+#endif
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+}
+
+json jsonl_record(const RequestRecord& rec) {
+  const FinalResult& r = rec.result;
+  const Timings& t = r.timings;
+  json j = {
+      {"ts", iso8601_utc(rec.finished_at)},
+      {"request_id", rec.request_id},
+      {"model", rec.model},
+      {"endpoint", rec.endpoint},
+      {"stream", rec.stream},
+      {"http_status", rec.http_status},
+      {"max_tokens", rec.max_tokens ? json(*rec.max_tokens) : json(nullptr)},
+      {"prompt_tokens", r.prompt_tokens},
+      {"completion_tokens", r.completion_tokens},
+      {"reasoning_tokens", r.reasoning_tokens},
+      {"cached_tokens", r.cached_tokens},
+      {"finish_reason", finish_reason_name(r.stop_reason)},
+      {"stop_reason", stop_reason_name(r.stop_reason)},
+      {"empty_content", rec.empty_content},
+      {"timings",
+       {{"queue_s", t.queue_s},
+        {"prefill_s", t.prefill_s},
+        {"decode_s", t.decode_s},
+        {"ttft_s", t.ttft_s},
+        {"total_s", t.total_s}}},
+      {"prefill_tok_s", opt(prefill_tok_s(r))},
+      {"decode_tok_s", opt(decode_tok_s(r))},
+      {"settings",
+       {{"kv_dtype", rec.settings.kv_dtype},
+        {"prefill_chunk", rec.settings.prefill_chunk},
+        {"max_context", rec.settings.max_context},
+        {"kv_capacity", rec.settings.kv_capacity},
+        {"prefix_reuse", rec.settings.prefix_reuse},
+        {"tp", rec.settings.tp},
+        {"max_concurrency", rec.settings.max_concurrency}}},
+  };
+  if (r.spec) j["spec"] = spec_json(*r.spec);
+  if (r.stop_reason == StopReason::kStopString) j["stop_string"] = r.stop_string;
+  if (!r.error.empty()) j["error"] = r.error;
+  if (!rec.user.empty()) j["user"] = rec.user;
+  return j;
+}
+
+}  // namespace ninfer::server

@@ -1,0 +1,250 @@
+#include "server/serve_options.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <limits>
+
+namespace ninfer::server {
+
+std::string_view kv_dtype_name(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kInt8: return "int8";
+    case KvDtype::kBf16: return "bf16";
+    case KvDtype::kF16: return "f16";
+    case KvDtype::kF32: return "f32";
+  }
+  return "?";
+}
+
+std::string_view spec_method_name(SpecMethod m) {
+  switch (m) {
+    case SpecMethod::kNone: return "none";
+    case SpecMethod::kMtp: return "mtp";
+    case SpecMethod::kDflash2: return "dflash2";
+  }
+  return "?";
+}
+
+namespace {
+
+// The gates of this build. A change that implements a feature flips its `built` to true.
+constexpr FeatureGate kGates[] = {
+    {"--spec mtp", "MTP speculative decoding",
+     [](const ServeOptions& o) { return o.spec == SpecMethod::kMtp; }, false},
+    {"--spec dflash2", "DFlash2 speculative decoding",
+     [](const ServeOptions& o) { return o.spec == SpecMethod::kDflash2; }, false},
+    {"--lm-head-draft", "the reduced-vocabulary draft lm_head",
+     [](const ServeOptions& o) { return o.lm_head_draft; }, false},
+    {"--tp", "tensor parallelism over more than one rank",
+     [](const ServeOptions& o) { return o.tp > 1; }, false},
+    {"--kv-dtype int8", "the int8 KV cache",
+     [](const ServeOptions& o) { return o.kv_dtype == KvDtype::kInt8; }, false},
+    {"--reasoning-budget", "the reasoning budget",
+     [](const ServeOptions& o) { return o.reasoning_budget.has_value(); }, false},
+};
+
+bool parse_int64(std::string_view s, int64_t& out) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
+}
+
+// CLI11 messages start with the option name or "Could not convert: --flag = value"; both name it.
+ParsedServeOptions usage_error(std::string message) {
+  ParsedServeOptions r;
+  r.exit_code = 2;
+  r.message = std::move(message);
+  return r;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const FeatureGate> default_feature_gates() { return kGates; }
+
+std::optional<std::string> check_feature_gates(const ServeOptions& options,
+                                               std::span<const FeatureGate> gates) {
+  std::string message;
+  for (const FeatureGate& g : gates) {
+    if (g.built || !g.in_use(options)) continue;
+    if (!message.empty()) message += "\n";
+    message += fmt::format("{}: {} is not built yet in this version of ninfer-serve; remove the flag",
+                           g.flag, g.feature);
+  }
+  if (message.empty()) return std::nullopt;
+  return message;
+}
+
+ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
+                                       const std::string& default_model,
+                                       std::span<const FeatureGate> gates) {
+  ServeOptions o;
+  o.model = default_model;
+  std::string kv_capacity = "auto";
+  std::string kv_dtype = "bf16";
+  std::string spec = "none";
+  std::string devices;
+  std::string api_keys;
+  int64_t max_context = 0;
+  int64_t reasoning_budget = -1;
+  int draft_tokens = 0;
+  bool no_prefix_reuse = false;
+
+  CLI::App app{"ninfer-serve: OpenAI-compatible LLM inference server (docs/cli.md, docs/api.md)",
+               "ninfer-serve"};
+  app.set_version_flag("--version", std::string("ninfer-serve ") + NINFER_VERSION);
+  app.add_option("--model", o.model, "Path of the .ninfer artifact")->capture_default_str();
+  app.add_option("--host", o.host, "Address to listen on")->capture_default_str();
+  app.add_option("--port", o.port, "TCP port to listen on (0: any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--prefill-chunk", o.prefill_chunk, "Prompt tokens processed per engine step")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  auto* max_context_opt =
+      app.add_option("--max-context", max_context,
+                     "Longest sequence (prompt + output) in tokens [default: the model's maximum]")
+          ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
+  app.add_option("--kv-capacity", kv_capacity,
+                 "KV cache size in tokens, or auto (as much as free memory allows)")
+      ->capture_default_str();
+  app.add_option("--kv-dtype", kv_dtype, "KV cache element type")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"int8", "bf16", "f16", "f32"}));
+  app.add_option("--max-concurrency", o.max_concurrency, "Sequences decoded together")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--tp", o.tp, "Tensor-parallel ranks")->capture_default_str()->check(CLI::Range(1, 64));
+  auto* devices_opt = app.add_option(
+      "--devices", devices, "Comma-separated device ordinals, one per --tp rank [default: 0..tp-1]");
+  app.add_flag("--no-prefix-reuse", no_prefix_reuse, "Do not reuse cached prompt prefixes (cold prefill)");
+  app.add_flag("--greedy", o.greedy, "Greedy (argmax) decoding for every request");
+  app.add_option("--spec", spec, "Speculative decoding method")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "mtp", "dflash2"}));
+  auto* draft_opt = app.add_option("--draft-tokens", draft_tokens,
+                                   "Tokens drafted per step (K) [default: the drafter's default]")
+                        ->check(CLI::Range(1, 64));
+  app.add_flag("--lm-head-draft", o.lm_head_draft, "Use the artifact's reduced-vocabulary draft lm_head");
+  app.add_option("--log-jsonl", o.log_jsonl, "Append one JSON line per finished request to PATH");
+  app.add_option("--api-key", api_keys, "Require this bearer key on /v1/* (comma-separated for several)");
+  app.add_option("--served-model-name", o.served_model_name,
+                 "Model id reported and accepted by the API [default: the artifact's name]");
+  auto* budget_opt = app.add_option("--reasoning-budget", reasoning_budget,
+                                    "Most reasoning tokens per request (-1: unlimited)")
+                         ->capture_default_str()
+                         ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
+  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return {std::nullopt, 0, app.help()};
+  } catch (const CLI::CallForAllHelp&) {
+    return {std::nullopt, 0, app.help("", CLI::AppFormatMode::All)};
+  } catch (const CLI::CallForVersion&) {
+    return {std::nullopt, 0, std::string("ninfer-serve ") + NINFER_VERSION + "\n"};
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+
+  if (o.model.empty()) return usage_error("--model: no artifact given and no embedded default model");
+  if (o.host.empty()) return usage_error("--host: must not be empty");
+  if (*max_context_opt) o.max_context = max_context;
+  if (kv_capacity != "auto") {
+    int64_t n = 0;
+    if (!parse_int64(kv_capacity, n) || n < 1)
+      return usage_error(fmt::format("--kv-capacity: '{}' is neither a positive token count nor auto",
+                                     kv_capacity));
+    o.kv_capacity = n;
+    if (o.max_context && n < *o.max_context)
+      return usage_error(fmt::format(
+          "--kv-capacity: {} tokens cannot hold one sequence of --max-context {} tokens", n,
+          *o.max_context));
+  }
+  o.kv_dtype = kv_dtype == "int8"   ? KvDtype::kInt8
+               : kv_dtype == "bf16" ? KvDtype::kBf16
+               : kv_dtype == "f16"  ? KvDtype::kF16
+                                    : KvDtype::kF32;
+  o.spec = spec == "mtp" ? SpecMethod::kMtp : spec == "dflash2" ? SpecMethod::kDflash2 : SpecMethod::kNone;
+  if (*devices_opt) {
+    for (const std::string& d : split_commas(devices)) {
+      int64_t n = 0;
+      if (!parse_int64(d, n) || n < 0 || n > 1024)
+        return usage_error(
+            fmt::format("--devices: '{}' is not a comma-separated list of device ordinals", devices));
+      for (int prev : o.devices)
+        if (prev == n) return usage_error(fmt::format("--devices: device {} is listed twice", n));
+      o.devices.push_back(static_cast<int>(n));
+    }
+    if (static_cast<int>(o.devices.size()) != o.tp)
+      return usage_error(fmt::format("--devices: lists {} device(s) but --tp is {}; give one per rank",
+                                     o.devices.size(), o.tp));
+  }
+  o.prefix_reuse = !no_prefix_reuse;
+  if (*draft_opt) {
+    if (o.spec == SpecMethod::kNone)
+      return usage_error("--draft-tokens: needs --spec mtp or --spec dflash2");
+    o.draft_tokens = draft_tokens;
+  }
+  if (o.lm_head_draft && o.spec == SpecMethod::kNone)
+    return usage_error("--lm-head-draft: needs --spec mtp or --spec dflash2");
+  if (!api_keys.empty()) {
+    for (std::string& k : split_commas(api_keys)) {
+      if (k.empty()) return usage_error("--api-key: empty key in the list");
+      o.api_keys.push_back(std::move(k));
+    }
+  }
+  if (*budget_opt && reasoning_budget >= 0) o.reasoning_budget = reasoning_budget;
+
+  if (auto gated = check_feature_gates(o, gates)) return usage_error(*gated);
+  return {std::move(o), 0, {}};
+}
+
+ParsedServeOptions parse_serve_options(const std::vector<std::string>& args,
+                                       const std::string& default_model,
+                                       std::span<const FeatureGate> gates) {
+  std::vector<const char*> argv;
+  argv.reserve(args.size() + 1);
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  return parse_serve_options(static_cast<int>(args.size()), argv.data(), default_model, gates);
+}
+
+std::string describe(const ServeOptions& o) {
+  std::string s = fmt::format("--model {} --host {} --port {} --prefill-chunk {}", o.model, o.host,
+                              o.port, o.prefill_chunk);
+  s += o.max_context ? fmt::format(" --max-context {}", *o.max_context) : std::string();
+  s += o.kv_capacity ? fmt::format(" --kv-capacity {}", *o.kv_capacity) : " --kv-capacity auto";
+  s += fmt::format(" --kv-dtype {} --max-concurrency {} --tp {}", kv_dtype_name(o.kv_dtype),
+                   o.max_concurrency, o.tp);
+  if (!o.devices.empty()) s += fmt::format(" --devices {}", fmt::join(o.devices, ","));
+  if (!o.prefix_reuse) s += " --no-prefix-reuse";
+  if (o.greedy) s += " --greedy";
+  s += fmt::format(" --spec {}", spec_method_name(o.spec));
+  if (o.draft_tokens) s += fmt::format(" --draft-tokens {}", *o.draft_tokens);
+  if (o.lm_head_draft) s += " --lm-head-draft";
+  if (!o.log_jsonl.empty()) s += fmt::format(" --log-jsonl {}", o.log_jsonl);
+  if (!o.api_keys.empty()) s += fmt::format(" --api-key <{} key(s)>", o.api_keys.size());
+  if (!o.served_model_name.empty()) s += fmt::format(" --served-model-name {}", o.served_model_name);
+  if (o.reasoning_budget) s += fmt::format(" --reasoning-budget {}", *o.reasoning_budget);
+  s += fmt::format(" --threads {}", o.threads);
+  return s;
+}
+
+}  // namespace ninfer::server

@@ -1,0 +1,79 @@
+// Owns ninfer-serve's command line: the flags (CLI11), their validation, and the not-yet-built gates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ninfer::server {
+
+enum class KvDtype { kInt8, kBf16, kF16, kF32 };
+enum class SpecMethod { kNone, kMtp, kDflash2 };
+
+std::string_view kv_dtype_name(KvDtype dtype);     // int8 | bf16 | f16 | f32
+std::string_view spec_method_name(SpecMethod m);   // none | mtp | dflash2
+
+// Every flag of docs/cli.md. Unset optionals mean "the engine decides" (documented per flag).
+struct ServeOptions {
+  std::string model;                       // --model: artifact path
+  std::string host = "127.0.0.1";          // --host
+  int port = 8080;                         // --port (0: any free port)
+  int64_t prefill_chunk = 2048;            // --prefill-chunk: prompt tokens per engine step
+  std::optional<int64_t> max_context;      // --max-context: unset = the model's maximum
+  std::optional<int64_t> kv_capacity;      // --kv-capacity N|auto: unset = auto (fit free memory)
+  KvDtype kv_dtype = KvDtype::kBf16;       // --kv-dtype
+  int max_concurrency = 4;                 // --max-concurrency: sequences decoded together
+  int tp = 1;                              // --tp: tensor-parallel ranks
+  std::vector<int> devices;                // --devices 0,1: one device per tp rank (unset = 0..tp-1)
+  bool prefix_reuse = true;                // --no-prefix-reuse turns it off
+  bool greedy = false;                     // --greedy: argmax for every request
+  SpecMethod spec = SpecMethod::kNone;     // --spec
+  std::optional<int> draft_tokens;         // --draft-tokens K: unset = the drafter's default
+  bool lm_head_draft = false;              // --lm-head-draft: reduced-vocab proposal head
+  std::string log_jsonl;                   // --log-jsonl PATH: one line per finished request
+  std::vector<std::string> api_keys;       // --api-key KEY[,KEY...]
+  std::string served_model_name;           // --served-model-name: unset = the artifact's name
+  std::optional<int64_t> reasoning_budget; // --reasoning-budget N: unset (-1) = unlimited
+  int threads = 0;                         // --threads: CPU threads, 0 = all cores
+};
+
+// A flag (or flag value) whose feature this build does not have yet. `in_use` says whether the
+// options ask for it; `built` is flipped to true by the change that implements the feature.
+struct FeatureGate {
+  std::string_view flag;          // what the user typed, e.g. "--spec mtp"
+  std::string_view feature;       // what is missing, e.g. "MTP speculative decoding"
+  bool (*in_use)(const ServeOptions&);
+  bool built;
+};
+
+// The gates of this build (a table in serve_options.cpp).
+std::span<const FeatureGate> default_feature_gates();
+
+// Empty when every requested feature is built; otherwise one message naming each offending flag.
+std::optional<std::string> check_feature_gates(const ServeOptions& options,
+                                               std::span<const FeatureGate> gates);
+
+// The parse result for the app: either options, or a message to print and an exit code
+// (0 for --help / --version, printed on stdout; 2 for a bad flag value or a gated feature, on stderr).
+struct ParsedServeOptions {
+  std::optional<ServeOptions> options;
+  int exit_code = 0;
+  std::string message;
+};
+
+// Parses argv (argv[0] is the program name), validates values and cross-flag rules, then applies
+// the feature gates. `default_model` is what --model defaults to (the embedded default model).
+ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
+                                       const std::string& default_model,
+                                       std::span<const FeatureGate> gates = default_feature_gates());
+ParsedServeOptions parse_serve_options(const std::vector<std::string>& args,
+                                       const std::string& default_model,
+                                       std::span<const FeatureGate> gates = default_feature_gates());
+
+// The options as flags, for the startup log ("--port 8080 --kv-dtype int8 …").
+std::string describe(const ServeOptions& options);
+
+}  // namespace ninfer::server

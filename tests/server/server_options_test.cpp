@@ -1,0 +1,164 @@
+// Tests of ninfer-serve's flags: defaults, the seed's command line, bad values (exit 2, flag named), gates.
+#include <gtest/gtest.h>
+
+#include "server/http_server.h"
+#include "server/serve_options.h"
+
+namespace ninfer::server {
+namespace {
+
+constexpr FeatureGate kAllBuilt[] = {
+    {"--spec mtp", "MTP", [](const ServeOptions& o) { return o.spec == SpecMethod::kMtp; }, true},
+};
+
+ParsedServeOptions parse(std::vector<std::string> args, std::span<const FeatureGate> gates = default_feature_gates()) {
+  args.insert(args.begin(), "ninfer-serve");
+  return parse_serve_options(args, "/models/default.ninfer", gates);
+}
+
+void expect_usage_error(std::vector<std::string> args, const std::string& flag) {
+  ParsedServeOptions r = parse(args, {});
+  EXPECT_FALSE(r.options.has_value()) << "args accepted: " << ::testing::PrintToString(args);
+  EXPECT_EQ(r.exit_code, 2) << r.message;
+  EXPECT_NE(r.message.find(flag), std::string::npos) << "message does not name " << flag << ": " << r.message;
+}
+
+TEST(ServeOptions, Defaults) {
+  ParsedServeOptions r = parse({});
+  ASSERT_TRUE(r.options) << r.message;
+  const ServeOptions& o = *r.options;
+  EXPECT_EQ(o.model, "/models/default.ninfer");
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.port, 8080);
+  EXPECT_EQ(o.prefill_chunk, 2048);
+  EXPECT_FALSE(o.max_context);
+  EXPECT_FALSE(o.kv_capacity);  // auto
+  EXPECT_EQ(o.kv_dtype, KvDtype::kBf16);
+  EXPECT_EQ(o.tp, 1);
+  EXPECT_TRUE(o.devices.empty());
+  EXPECT_TRUE(o.prefix_reuse);
+  EXPECT_FALSE(o.greedy);
+  EXPECT_EQ(o.spec, SpecMethod::kNone);
+  EXPECT_FALSE(o.draft_tokens);
+  EXPECT_FALSE(o.lm_head_draft);
+  EXPECT_TRUE(o.log_jsonl.empty());
+  EXPECT_TRUE(o.api_keys.empty());
+  EXPECT_FALSE(o.reasoning_budget);
+  EXPECT_EQ(o.threads, 0);
+}
+
+TEST(ServeOptions, SeedCommandLineParsesWhenFeaturesAreBuilt) {
+  // The seed report's flags, verbatim.
+  std::vector<std::string> seed = {"--model", "F:/models/a.ninfer", "--prefill-chunk", "2048", "--max-context",
+                                   "196608", "--kv-capacity", "196608", "--kv-dtype", "int8", "--max-concurrency",
+                                   "1", "--tp", "2", "--devices", "0,1", "--no-prefix-reuse", "--greedy", "--spec",
+                                   "mtp", "--draft-tokens", "3", "--lm-head-draft", "--log-jsonl", "run.jsonl",
+                                   "--api-key", "k1,k2", "--served-model-name", "qwen", "--reasoning-budget", "8192",
+                                   "--threads", "16", "--host", "0.0.0.0", "--port", "9000"};
+  ParsedServeOptions r = parse(seed, {});
+  ASSERT_TRUE(r.options) << r.message;
+  const ServeOptions& o = *r.options;
+  EXPECT_EQ(o.model, "F:/models/a.ninfer");
+  EXPECT_EQ(*o.max_context, 196608);
+  EXPECT_EQ(*o.kv_capacity, 196608);
+  EXPECT_EQ(o.kv_dtype, KvDtype::kInt8);
+  EXPECT_EQ(o.max_concurrency, 1);
+  EXPECT_EQ(o.tp, 2);
+  EXPECT_EQ(o.devices, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(o.prefix_reuse);
+  EXPECT_TRUE(o.greedy);
+  EXPECT_EQ(o.spec, SpecMethod::kMtp);
+  EXPECT_EQ(*o.draft_tokens, 3);
+  EXPECT_TRUE(o.lm_head_draft);
+  EXPECT_EQ(o.log_jsonl, "run.jsonl");
+  EXPECT_EQ(o.api_keys, (std::vector<std::string>{"k1", "k2"}));
+  EXPECT_EQ(o.served_model_name, "qwen");
+  EXPECT_EQ(*o.reasoning_budget, 8192);
+  EXPECT_EQ(o.threads, 16);
+  EXPECT_EQ(o.host, "0.0.0.0");
+  EXPECT_EQ(o.port, 9000);
+  const std::string d = describe(o);
+  EXPECT_NE(d.find("--kv-dtype int8"), std::string::npos) << d;
+  EXPECT_NE(d.find("--devices 0,1"), std::string::npos) << d;
+  EXPECT_EQ(d.find("k1"), std::string::npos) << "describe() must not print API keys: " << d;
+
+  HttpServerConfig c = http_config_from(o);
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_TRUE(c.force_greedy);
+  EXPECT_EQ(*c.reasoning_budget, 8192);
+  EXPECT_EQ(c.log_jsonl_path, "run.jsonl");
+  EXPECT_EQ(c.served_model_name, "qwen");
+  EXPECT_EQ(c.api_keys.size(), 2u);
+}
+
+TEST(ServeOptions, BadValuesExitTwoAndNameTheFlag) {
+  expect_usage_error({"--port", "70000"}, "--port");
+  expect_usage_error({"--port", "abc"}, "--port");
+  expect_usage_error({"--prefill-chunk", "0"}, "--prefill-chunk");
+  expect_usage_error({"--max-context", "-5"}, "--max-context");
+  expect_usage_error({"--kv-capacity", "lots"}, "--kv-capacity");
+  expect_usage_error({"--kv-capacity", "0"}, "--kv-capacity");
+  expect_usage_error({"--max-context", "4096", "--kv-capacity", "1024"}, "--kv-capacity");
+  expect_usage_error({"--kv-dtype", "fp8"}, "--kv-dtype");
+  expect_usage_error({"--max-concurrency", "0"}, "--max-concurrency");
+  expect_usage_error({"--tp", "0"}, "--tp");
+  expect_usage_error({"--devices", "0,x"}, "--devices");
+  expect_usage_error({"--devices", "0,0", "--tp", "2"}, "--devices");
+  expect_usage_error({"--devices", "0,1"}, "--devices");  // two devices for --tp 1
+  expect_usage_error({"--spec", "eagle"}, "--spec");
+  expect_usage_error({"--draft-tokens", "3"}, "--draft-tokens");  // no --spec
+  expect_usage_error({"--spec", "mtp", "--draft-tokens", "0"}, "--draft-tokens");
+  expect_usage_error({"--lm-head-draft"}, "--lm-head-draft");
+  expect_usage_error({"--api-key", "a,,b"}, "--api-key");
+  expect_usage_error({"--reasoning-budget", "-2"}, "--reasoning-budget");
+  expect_usage_error({"--threads", "-1"}, "--threads");
+  expect_usage_error({"--host", ""}, "--host");
+  expect_usage_error({"--no-such-flag"}, "--no-such-flag");
+}
+
+TEST(ServeOptions, NoModelAtAll) {
+  std::vector<std::string> args = {"ninfer-serve"};
+  ParsedServeOptions r = parse_serve_options(args, "", {});
+  EXPECT_FALSE(r.options);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.message.find("--model"), std::string::npos) << r.message;
+}
+
+TEST(ServeOptions, HelpListsEveryFlagAndExitsZero) {
+  ParsedServeOptions r = parse({"--help"});
+  EXPECT_FALSE(r.options);
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--model", "--host", "--port", "--prefill-chunk", "--max-context", "--kv-capacity",
+                           "--kv-dtype", "--max-concurrency", "--tp", "--devices", "--no-prefix-reuse", "--greedy",
+                           "--spec", "--draft-tokens", "--lm-head-draft", "--log-jsonl", "--api-key",
+                           "--served-model-name", "--reasoning-budget", "--threads"})
+    EXPECT_NE(r.message.find(flag), std::string::npos) << flag << " missing from --help";
+  ParsedServeOptions v = parse({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.message.find(NINFER_VERSION), std::string::npos);
+}
+
+TEST(ServeOptions, UnbuiltFeaturesFailAtStartNamingTheFlag) {
+  ParsedServeOptions r = parse({"--spec", "mtp", "--draft-tokens", "3", "--tp", "2"});
+  EXPECT_FALSE(r.options);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.message.find("--spec mtp"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("--tp"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("not built yet"), std::string::npos) << r.message;
+
+  // The same flag passes once its gate is flipped.
+  ParsedServeOptions ok = parse({"--spec", "mtp"}, kAllBuilt);
+  ASSERT_TRUE(ok.options) << ok.message;
+  EXPECT_EQ(ok.options->spec, SpecMethod::kMtp);
+
+  // Every default gate names a flag and is not in use by the defaults.
+  ServeOptions defaults;
+  for (const FeatureGate& g : default_feature_gates()) {
+    EXPECT_FALSE(g.flag.empty());
+    EXPECT_FALSE(g.in_use(defaults)) << g.flag;
+  }
+  EXPECT_FALSE(check_feature_gates(defaults, default_feature_gates()));
+}
+
+}  // namespace
+}  // namespace ninfer::server
