@@ -1,0 +1,98 @@
+// Owns the engine loop: one thread that admits requests, runs batched steps on the model, samples, and
+// reports tokens and timings; the thread-safe submit / cancel / stats API in front of it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/artifact/artifact.h"
+#include "engine/backend/backend.h"
+#include "engine/model/model.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/linear_state.h"
+#include "engine/runtime/model_runner.h"
+#include "engine/runtime/request.h"
+#include "engine/runtime/scheduler.h"
+
+namespace ninfer {
+
+struct EngineOptions {
+  int64_t max_context = 4096;       // prompt + output tokens of one sequence
+  int64_t prefill_chunk = 2048;     // prompt tokens per step, over all prefilling sequences
+  int32_t max_concurrency = 8;      // sequences running at once
+  int64_t kv_capacity = 0;          // KV tokens in all; 0 = max_concurrency × max_context
+  int64_t kv_block_size = 16;
+  DType kv_dtype = DType::kF32;
+  int threads = 0;                  // CPU backend threads, 0 = all cores
+  bool greedy = false;              // engine-wide greedy override
+  size_t max_waiting = 1024;        // queued requests beyond this are refused (kQueueFull)
+};
+
+struct EngineStats {
+  int64_t waiting = 0;
+  int64_t running = 0;
+  int64_t kv_blocks_used = 0;   // committed to admitted sequences
+  int64_t kv_blocks_total = 0;
+};
+
+// Memory the engine reserves besides the weights (what the memory planner reports at startup).
+struct EngineMemory {
+  uint64_t kv_bytes = 0;
+  uint64_t linear_state_bytes = 0;
+  int64_t kv_tokens = 0;
+};
+
+class Engine {
+ public:
+  // `artifact` must outlive the engine (weights are used in place from its mapping).
+  Engine(const Artifact& artifact, const ModelConfig& config, const EngineOptions& options);
+  ~Engine();  // finishes every request as cancelled and joins the loop
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. Validates and queues the request; on refusal nothing is queued and the observer is
+  // never called. On acceptance the observer gets tokens and exactly one on_finish, possibly before
+  // submit() returns.
+  SubmitOutcome submit(EngineRequest request, std::shared_ptr<RequestObserver> observer);
+  // Thread-safe, idempotent; unknown or finished ids are ignored. The sequence's KV blocks and state slot
+  // are freed at the start of the next step.
+  void cancel(RequestId id);
+  EngineStats stats() const;
+
+  const ModelConfig& config() const { return config_; }
+  const EngineOptions& options() const { return options_; }
+  const EngineMemory& memory() const { return memory_; }
+  std::string backend_name() const { return backend_->name(); }
+
+ private:
+  void loop();
+  void step();
+  void publish_stats();  // engine thread: copies the scheduler's counts into stats_
+  void finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error = {});
+  void append_output(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out, bool forced);
+
+  ModelConfig config_;
+  EngineOptions options_;
+  EngineMemory memory_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<LinearStateCache> state_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Scheduler> scheduler_;  // engine thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;  // guarded by mu_
+  std::vector<RequestId> cancels_;                // guarded by mu_
+  EngineStats stats_;                             // guarded by mu_, refreshed every step
+  bool stopping_ = false;                         // guarded by mu_
+  std::atomic<RequestId> next_id_{1};
+  std::thread thread_;
+};
+
+}  // namespace ninfer

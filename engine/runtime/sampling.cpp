@@ -1,0 +1,121 @@
+#include "engine/runtime/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ninfer {
+
+namespace {
+
+// log-softmax value of logits[id] and the best k alternatives, from the raw logits.
+void fill_logprobs(std::span<const float> logits, int32_t id, int32_t k, SampledToken& out) {
+  float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
+  const float lse = mx + static_cast<float>(std::log(sum));
+  out.logprob = logits[static_cast<size_t>(id)] - lse;
+  if (k <= 0) return;
+  std::vector<int32_t> idx(logits.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  const size_t kk = std::min<size_t>(static_cast<size_t>(k), idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(kk), idx.end(), [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+           (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+  });
+  for (size_t i = 0; i < kk; ++i) out.top.emplace_back(idx[i], logits[static_cast<size_t>(idx[i])] - lse);
+}
+
+int32_t argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+}  // namespace
+
+Sampler::Sampler(const SamplingParams& params, uint64_t fallback_seed, std::span<const int32_t> prompt)
+    : params_(params), rng_(params.seed.value_or(fallback_seed)) {
+  if (params_.repetition_penalty != 1.0f)
+    for (int32_t id : prompt) {
+      if (id >= static_cast<int32_t>(seen_.size())) seen_.resize(static_cast<size_t>(id) + 1, 0);
+      seen_[static_cast<size_t>(id)] = 1;
+    }
+}
+
+void Sampler::observe(int32_t id) {
+  output_counts_[id]++;
+  if (params_.repetition_penalty != 1.0f) {
+    if (id >= static_cast<int32_t>(seen_.size())) seen_.resize(static_cast<size_t>(id) + 1, 0);
+    seen_[static_cast<size_t>(id)] = 1;
+  }
+}
+
+void Sampler::apply_penalties(std::span<float> logits) const {
+  const float rp = params_.repetition_penalty;
+  if (rp != 1.0f)
+    for (size_t id = 0; id < seen_.size() && id < logits.size(); ++id)
+      if (seen_[id]) logits[id] = logits[id] > 0 ? logits[id] / rp : logits[id] * rp;
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f)
+    for (const auto& [id, n] : output_counts_)
+      if (id >= 0 && static_cast<size_t>(id) < logits.size())
+        logits[static_cast<size_t>(id)] -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(n);
+}
+
+SampledToken Sampler::sample(std::span<float> logits) {
+  SampledToken out;
+  std::vector<float> raw;
+  if (params_.logprobs) raw.assign(logits.begin(), logits.end());
+  apply_penalties(logits);
+
+  if (params_.greedy || params_.temperature <= 0.0f) {
+    out.id = argmax(logits);
+  } else {
+    const float inv_t = 1.0f / params_.temperature;
+    const float mx = *std::max_element(logits.begin(), logits.end());
+    // Candidates sorted by logit (ties by id, so the order is deterministic).
+    order_.resize(logits.size());
+    std::iota(order_.begin(), order_.end(), 0);
+    size_t n = order_.size();
+    auto by_logit = [&](int32_t a, int32_t b) {
+      return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+             (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+    };
+    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
+      n = static_cast<size_t>(params_.top_k);
+      std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n), order_.end(), by_logit);
+    } else {
+      std::sort(order_.begin(), order_.end(), by_logit);
+    }
+    std::vector<double> p(n);
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(static_cast<double>((logits[static_cast<size_t>(order_[i])] - mx) * inv_t));
+    for (double& v : p) v /= sum;
+    // min_p: drop tokens below min_p × the top probability.
+    if (params_.min_p > 0.0f) {
+      const double floor = params_.min_p * p[0];
+      size_t keep = 1;
+      while (keep < n && p[keep] >= floor) ++keep;
+      n = keep;
+    }
+    // top_p: the smallest prefix whose mass reaches top_p.
+    if (params_.top_p < 1.0f) {
+      double mass = 0;
+      size_t keep = 0;
+      while (keep < n) {
+        mass += p[keep++];
+        if (mass >= params_.top_p) break;
+      }
+      n = std::max<size_t>(keep, 1);
+    }
+    double total = 0;
+    for (size_t i = 0; i < n; ++i) total += p[i];
+    double u = std::uniform_real_distribution<double>(0.0, total)(rng_);
+    size_t pick = 0;
+    for (double acc = p[0]; pick + 1 < n && acc <= u; acc += p[++pick]) {}
+    out.id = order_[pick];
+  }
+  if (params_.logprobs) fill_logprobs(raw, out.id, params_.top_logprobs, out);
+  observe(out.id);
+  return out;
+}
+
+}  // namespace ninfer

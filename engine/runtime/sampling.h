@@ -1,0 +1,56 @@
+// Owns per-request sampling: logit processors (penalties, temperature, top-k/top-p/min-p) and seeded draws.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace ninfer {
+
+struct SamplingParams {
+  bool greedy = false;               // argmax; also implied by temperature == 0
+  float temperature = 1.0f;
+  int32_t top_k = 0;                 // 0 = off
+  float top_p = 1.0f;                // 1 = off
+  float min_p = 0.0f;                // 0 = off
+  float presence_penalty = 0.0f;     // OpenAI: over output tokens
+  float frequency_penalty = 0.0f;    // OpenAI: over output tokens
+  float repetition_penalty = 1.0f;   // HF/vLLM: over prompt and output tokens, 1 = off
+  std::optional<uint64_t> seed;      // same seed → same tokens, alone or in a busy batch
+  int32_t top_logprobs = 0;          // alternatives to report per token (0..20)
+  bool logprobs = false;
+};
+
+struct SampledToken {
+  int32_t id = 0;
+  float logprob = 0.0f;  // log-softmax of the raw model logits (before any processor), when requested
+  std::vector<std::pair<int32_t, float>> top;  // best `top_logprobs` alternatives, raw log-probabilities
+};
+
+// One request's sampler: owns its random stream and the token counts the penalties need.
+class Sampler {
+ public:
+  // `fallback_seed` is used when params.seed is unset (the engine draws it per request).
+  Sampler(const SamplingParams& params, uint64_t fallback_seed, std::span<const int32_t> prompt);
+
+  // Picks the next token from `logits` ([vocab], modified in place) and records it for the penalties.
+  SampledToken sample(std::span<float> logits);
+  // Records a token that was appended without sampling (a forced token), for the penalties.
+  void observe(int32_t id);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void apply_penalties(std::span<float> logits) const;
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::unordered_map<int32_t, int32_t> output_counts_;
+  std::vector<uint8_t> seen_;  // prompt ∪ output membership for the repetition penalty (by id)
+  std::vector<int32_t> order_;  // scratch: candidate ids
+};
+
+}  // namespace ninfer

@@ -1,0 +1,110 @@
+// Owns which sequences run in each engine step: FIFO admission under max_concurrency and the KV budget,
+// batched decode of every running sequence, and at most prefill_chunk prompt tokens per step.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/runtime/request.h"
+#include "engine/runtime/sampling.h"
+
+namespace ninfer {
+
+using Clock = std::chrono::steady_clock;
+
+// A request inside the engine.
+struct Sequence {
+  RequestId id = 0;
+  EngineRequest request;
+  std::shared_ptr<RequestObserver> observer;
+  std::optional<Sampler> sampler;
+  std::vector<int32_t> tokens;  // prompt, then output (sampled and forced)
+  int64_t prompt_len = 0;
+  int64_t computed = 0;         // tokens whose K/V and linear state are in the caches
+  int64_t output_limit = 0;     // output tokens allowed: min(max_tokens, max_context − prompt)
+  int64_t reserved_blocks = 0;  // KV blocks committed at admission (worst case, so decode never runs out)
+  int32_t state_slot = -1;
+  bool cancelled = false;
+  Clock::time_point accepted, first_scheduled, prefill_done, first_token, last_token;
+  bool scheduled_once = false;
+
+  int64_t completion_tokens() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  bool prefilling() const { return computed < prompt_len; }
+};
+
+struct SchedulerLimits {
+  int32_t max_concurrency = 1;
+  int64_t prefill_chunk = 2048;
+  int64_t kv_blocks = 0;  // blocks in the pool
+  int64_t block_size = 16;
+  int32_t state_slots = 1;
+};
+
+// One sequence's share of a step: tokens [begin, end) of its token list.
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int64_t begin = 0, end = 0;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerLimits& limits) : limits_(limits) {}
+
+  void enqueue(std::unique_ptr<Sequence> seq) { waiting_.push_back(std::move(seq)); }
+  // Admits waiting sequences (FIFO; the head blocks the rest so order is kept) while concurrency, state
+  // slots and the KV budget allow, then plans one step: every decoding sequence's new tokens plus up to
+  // prefill_chunk prompt tokens of prefilling sequences in admission order. `admit` is called for each
+  // newly admitted sequence (to take its state slot).
+  template <typename AdmitFn>
+  std::vector<ScheduledChunk> schedule(AdmitFn&& admit);
+
+  // Removes a finished or cancelled sequence, returning it (its caches are the caller's to free).
+  std::unique_ptr<Sequence> remove(RequestId id);
+  Sequence* find(RequestId id);
+
+  const std::vector<std::unique_ptr<Sequence>>& running() const { return running_; }
+  const std::deque<std::unique_ptr<Sequence>>& waiting() const { return waiting_; }
+  int64_t committed_blocks() const { return committed_; }
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+  int64_t blocks_for(int64_t tokens) const { return (tokens + limits_.block_size - 1) / limits_.block_size; }
+
+ private:
+  SchedulerLimits limits_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  int64_t committed_ = 0;
+};
+
+template <typename AdmitFn>
+std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit) {
+  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < limits_.max_concurrency &&
+         static_cast<int32_t>(running_.size()) < limits_.state_slots) {
+    Sequence& head = *waiting_.front();
+    const int64_t need = blocks_for(head.prompt_len + head.output_limit);
+    if (committed_ + need > limits_.kv_blocks) break;
+    head.reserved_blocks = need;
+    committed_ += need;
+    admit(head);
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  std::vector<ScheduledChunk> plan;
+  int64_t budget = limits_.prefill_chunk;
+  for (auto& s : running_) {
+    if (s->prefilling()) {
+      if (budget <= 0) continue;
+      const int64_t n = std::min(budget, s->prompt_len - s->computed);
+      plan.push_back({s.get(), s->computed, s->computed + n});
+      budget -= n;
+    } else {
+      plan.push_back({s.get(), s->computed, static_cast<int64_t>(s->tokens.size())});
+    }
+  }
+  return plan;
+}
+
+}  // namespace ninfer
