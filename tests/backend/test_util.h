@@ -101,6 +101,7 @@ struct BackendConfig {
   std::string label;
   CpuBackendOptions options;
 };
+inline void PrintTo(const BackendConfig& c, std::ostream* os) { *os << c.label; }
 
 // scalar and AVX2 (when the CPU has it), single- and multi-threaded.
 inline std::vector<BackendConfig> backend_configs() {
