@@ -1,6 +1,8 @@
 // AVX2 + FMA + F16C variants of the CPU kernels. Compiled for plain x86-64: every function carries a target
 // attribute and is only called after a runtime CPU check (cpu_supports_avx2_fma_f16c).
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/backend/cpu/kernels.h"
 #include "engine/core/error.h"
@@ -54,56 +56,81 @@ NINFER_AVX2 inline float hsum(__m256 v) {
 }
 
 // M activation rows x NR weight rows per inner step; M * NR accumulators live in registers.
+// xp is the activation block packed in 8-column panels: element (m, k) for k < K8 at xp[k * M + m * 8 + k % 8]
+// (one sequential stream; rows K floats apart would alias in L1 for power-of-two K). Columns >= K8 come from x.
 template <typename W, int M, int NR>
-NINFER_AVX2 void gemm_block(const float* x, int64_t xs, const typename W::T* w, int64_t ws, int64_t n, int64_t K,
-                            float* y, int64_t ys, bool acc) {
+NINFER_AVX2 void gemm_block(const float* xp, const float* x, int64_t xs, const typename W::T* w, int64_t ws, int64_t n,
+                            int64_t K, float* y, int64_t ys, bool acc) {
   __m256 a[M][NR];
   for (int m = 0; m < M; ++m)
     for (int r = 0; r < NR; ++r) a[m][r] = _mm256_setzero_ps();
   const typename W::T* wr[NR];
   for (int r = 0; r < NR; ++r) wr[r] = w + (n + r) * ws;
-  int64_t k = 0;
-  for (; k + 8 <= K; k += 8) {
+  const int64_t K8 = K / 8 * 8;
+  for (int64_t k = 0; k < K8; k += 8) {
     __m256 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = W::load8(wr[r] + k);
+    const float* xk = xp + k * M;
     for (int m = 0; m < M; ++m) {
-      const __m256 xv = _mm256_loadu_ps(x + m * xs + k);
+      const __m256 xv = _mm256_loadu_ps(xk + m * 8);
       for (int r = 0; r < NR; ++r) a[m][r] = _mm256_fmadd_ps(xv, wv[r], a[m][r]);
     }
   }
   for (int m = 0; m < M; ++m) {
     for (int r = 0; r < NR; ++r) {
       float s = hsum(a[m][r]);
-      for (int64_t kk = k; kk < K; ++kk) s += x[m * xs + kk] * W::get(wr[r] + kk);
+      for (int64_t kk = K8; kk < K; ++kk) s += x[m * xs + kk] * W::get(wr[r] + kk);
       float& out = y[m * ys + n + r];
       out = acc ? out + s : s;
     }
   }
 }
 
-template <typename W, int M>
-NINFER_AVX2 void gemm_rows(const float* x, int64_t xs, const typename W::T* w, int64_t ws, int64_t n0, int64_t n1,
-                           int64_t K, float* y, int64_t ys, bool acc) {
-  constexpr int NR = M <= 2 ? 4 : (M <= 4 ? 2 : 1);
+template <typename W, int M, int NR>
+NINFER_AVX2 void gemm_rows(const float* xp, const float* x, int64_t xs, const typename W::T* w, int64_t ws, int64_t n0,
+                           int64_t n1, int64_t K, float* y, int64_t ys, bool acc) {
   int64_t n = n0;
-  for (; n + NR <= n1; n += NR) gemm_block<W, M, NR>(x, xs, w, ws, n, K, y, ys, acc);
-  for (; n < n1; ++n) gemm_block<W, M, 1>(x, xs, w, ws, n, K, y, ys, acc);
+  for (; n + NR <= n1; n += NR) gemm_block<W, M, NR>(xp, x, xs, w, ws, n, K, y, ys, acc);
+  for (; n < n1; ++n) gemm_block<W, M, 1>(xp, x, xs, w, ws, n, K, y, ys, acc);
 }
 
+// Activation rows are processed in sub-blocks of up to 4 (register tile 4 x 3 weight rows); weight rows in pieces of
+// 12 so a piece stays in L1/L2 while every sub-block passes over it (the weights are read from memory once).
 template <typename W>
 NINFER_AVX2 void gemm_avx2(const float* x, int64_t xs, int rows, const void* wv, int64_t ws, int64_t n0, int64_t n1,
                            int64_t K, float* y, int64_t ys, bool acc) {
+  if (rows < 1 || rows > kGemmMaxRows)
+    fail(ErrorKind::kInternal, "gemm kernel called with {} rows (max {})", rows, kGemmMaxRows);
   const auto* w = static_cast<const typename W::T*>(wv);
-  switch (rows) {
-    case 1: gemm_rows<W, 1>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    case 2: gemm_rows<W, 2>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    case 3: gemm_rows<W, 3>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    case 4: gemm_rows<W, 4>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    case 5: gemm_rows<W, 5>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    case 6: gemm_rows<W, 6>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    case 7: gemm_rows<W, 7>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    case 8: gemm_rows<W, 8>(x, xs, w, ws, n0, n1, K, y, ys, acc); break;
-    default: fail(ErrorKind::kInternal, "gemm kernel called with {} rows (max {})", rows, kGemmMaxRows);
+  const int64_t K8 = K / 8 * 8;
+  constexpr int kMr = 4;
+  constexpr int64_t kNPiece = 12;
+  const int nsub = (rows + kMr - 1) / kMr;
+  const float* xp[2] = {x, x};
+  thread_local std::vector<float> packed;
+  if (rows > 1) {
+    packed.resize(static_cast<size_t>(K8 * kMr * nsub));
+    for (int sb = 0; sb < nsub; ++sb) {
+      const int m0 = sb * kMr, mr = std::min(kMr, rows - m0);
+      float* dst = packed.data() + sb * K8 * kMr;
+      for (int64_t k = 0; k < K8; k += 8)
+        for (int m = 0; m < mr; ++m) std::memcpy(dst + k * mr + m * 8, x + (m0 + m) * xs + k, 8 * sizeof(float));
+      xp[sb] = dst;
+    }
+  }
+  for (int64_t n = n0; n < n1; n += kNPiece) {
+    const int64_t ne = std::min(n1, n + kNPiece);
+    for (int sb = 0; sb < nsub; ++sb) {
+      const int m0 = sb * kMr, mr = std::min(kMr, rows - m0);
+      const float* xs0 = x + m0 * xs;
+      float* y0 = y + m0 * ys;
+      switch (mr) {
+        case 1: gemm_rows<W, 1, 4>(xp[sb], xs0, xs, w, ws, n, ne, K, y0, ys, acc); break;
+        case 2: gemm_rows<W, 2, 4>(xp[sb], xs0, xs, w, ws, n, ne, K, y0, ys, acc); break;
+        case 3: gemm_rows<W, 3, 3>(xp[sb], xs0, xs, w, ws, n, ne, K, y0, ys, acc); break;
+        default: gemm_rows<W, 4, 3>(xp[sb], xs0, xs, w, ws, n, ne, K, y0, ys, acc); break;
+      }
+    }
   }
 }
 

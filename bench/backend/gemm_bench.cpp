@@ -1,0 +1,128 @@
+// ninfer-bench-backend: linear (y = x·Wᵀ) throughput of the CPU backend, in weight GB/s, next to the memory
+// bandwidth of the same machine measured with the same threads (memcpy and a read-only sweep).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "engine/backend/backend.h"
+#include "engine/core/half.h"
+
+using namespace ninfer;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Median seconds of `reps` runs of fn (after one warm-up run).
+template <typename Fn>
+double median_time(int reps, Fn&& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    fn();
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// memcpy of `bytes` split over `threads` threads; returns bytes copied per second (each byte counted once).
+double memcpy_bandwidth(size_t bytes, int threads, int reps) {
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  const double t = median_time(reps, [&] {
+    std::vector<std::thread> ts;
+    const size_t per = bytes / static_cast<size_t>(threads);
+    for (int i = 0; i < threads; ++i)
+      ts.emplace_back([&, i] { std::memcpy(dst.data() + i * per, src.data() + i * per, per); });
+    for (auto& th : ts) th.join();
+  });
+  return double(bytes) / t;
+}
+
+// Read-only sweep (sum of 64-bit words) split over threads; bytes read per second.
+double read_bandwidth(size_t bytes, int threads, int reps) {
+  std::vector<uint64_t> src(bytes / 8, 3);
+  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
+  const double t = median_time(reps, [&] {
+    std::vector<std::thread> ts;
+    const size_t per = src.size() / static_cast<size_t>(threads);
+    for (int i = 0; i < threads; ++i)
+      ts.emplace_back([&, i] {
+        uint64_t a = 0, b = 0, c = 0, d = 0;
+        const uint64_t* p = src.data() + i * per;
+        for (size_t j = 0; j + 4 <= per; j += 4) {
+          a += p[j];
+          b += p[j + 1];
+          c += p[j + 2];
+          d += p[j + 3];
+        }
+        sums[static_cast<size_t>(i) * 8] = a + b + c + d;
+      });
+    for (auto& th : ts) th.join();
+  });
+  return double(bytes) / t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CPU backend gemm bench: weight-streaming GB/s vs memory bandwidth"};
+  int threads = 2, reps = 7;
+  int64_t N = 16384, K = 4096;
+  std::string simd = "auto";
+  app.add_option("--threads", threads, "backend threads (and memcpy threads)");
+  app.add_option("--n", N, "weight rows (output features)");
+  app.add_option("--k", K, "weight columns (input features)");
+  app.add_option("--reps", reps, "timed repetitions (median reported)");
+  app.add_option("--simd", simd, "auto | scalar | avx2");
+  CLI11_PARSE(app, argc, argv);
+
+  CpuBackendOptions opt;
+  opt.threads = threads;
+  opt.simd = simd == "scalar" ? CpuSimd::kScalar : simd == "avx2" ? CpuSimd::kAvx2 : CpuSimd::kAuto;
+  auto be = make_cpu_backend(opt);
+
+  const size_t bw_bytes = 512ull << 20;
+  const double copy_bw = memcpy_bandwidth(bw_bytes, threads, reps);
+  const double read_bw = read_bandwidth(bw_bytes, threads, reps);
+  fmt::print("backend {}\nweights [{} x {}] (> last-level cache), median of {}\n", be->name(), N, K, reps);
+  fmt::print("memcpy bandwidth ({} threads): {:.2f} GB/s (bytes copied / s)\n", threads, copy_bw / 1e9);
+  fmt::print("read-only sweep  ({} threads): {:.2f} GB/s\n\n", threads, read_bw / 1e9);
+  fmt::print("{:<6} {:>4} {:>10} {:>10} {:>12} {:>12} {:>10}\n", "dtype", "M", "ms", "GB/s", "vs memcpy", "vs read",
+             "GFLOP/s");
+
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> wf(static_cast<size_t>(N * K));
+  for (auto& v : wf) v = dist(rng);
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+    std::vector<uint16_t> wh;
+    void* wp = wf.data();
+    if (dt != DType::kF32) {
+      wh.resize(wf.size());
+      for (size_t i = 0; i < wf.size(); ++i) wh[i] = dt == DType::kBF16 ? f32_to_bf16(wf[i]) : f32_to_f16(wf[i]);
+      wp = wh.data();
+    }
+    const Tensor w = Tensor::make(wp, dt, {N, K});
+    const double wbytes = double(N) * double(K) * double(dtype_element_bytes(dt));
+    for (int64_t M : {1, 2, 4, 8, 32}) {
+      std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
+      for (auto& v : x) v = dist(rng);
+      const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
+      const double t = median_time(reps, [&] { be->linear(yt, xt, w); });
+      fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>11.0f}% {:>11.0f}% {:>10.1f}\n", dtype_name(dt), M, t * 1e3,
+                 wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw,
+                 2.0 * double(M) * double(N) * double(K) / t / 1e9);
+    }
+  }
+  return 0;
+}
