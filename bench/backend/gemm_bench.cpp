@@ -124,5 +124,17 @@ int main(int argc, char** argv) {
                  2.0 * double(M) * double(N) * double(K) / t / 1e9);
     }
   }
+  // per-op dispatch cost: many small linears (decode-sized ops) at this thread count
+  {
+    const int64_t n = 512, k = 1024, calls = 2000;
+    std::vector<uint16_t> ws(static_cast<size_t>(n * k), f32_to_bf16(0.5f));
+    std::vector<float> x(static_cast<size_t>(k), 1.0f), y(static_cast<size_t>(n));
+    const Tensor w = Tensor::make(ws.data(), DType::kBF16, {n, k});
+    const Tensor xt = Tensor::make(x.data(), DType::kF32, {1, k}), yt = Tensor::make(y.data(), DType::kF32, {1, n});
+    const double t = median_time(3, [&] {
+      for (int64_t i = 0; i < calls; ++i) be->linear(yt, xt, w);
+    });
+    fmt::print("\nsmall op: bf16 [{} x {}] linear, M=1, {} calls: {:.1f} us per call\n", n, k, calls, t / double(calls) * 1e6);
+  }
   return 0;
 }

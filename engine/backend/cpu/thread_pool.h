@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -11,6 +12,8 @@
 
 namespace ninfer::cpu {
 
+// Workers spin for a short while (kSpinMicros) after each job before sleeping on a condition variable, so the
+// back-to-back small ops of a decode step do not pay a futex wake-up each.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads);  // threads >= 1 (the caller counts as one)
@@ -21,9 +24,11 @@ class ThreadPool {
   int size() const { return threads_; }
 
   // Runs fn(task, thread) for every task in [0, n) and returns when all are done. Tasks are handed out
-  // dynamically (an atomic counter); `thread` in [0, size()) identifies per-thread scratch. Not reentrant.
-  // The first exception thrown by a task is rethrown here after all workers stopped.
+  // dynamically (an atomic counter); `thread` in [0, size()) identifies per-thread scratch. Not reentrant, one
+  // caller at a time. The first exception thrown by a task is rethrown here after all workers stopped.
   void parallel_for(int64_t n, const std::function<void(int64_t task, int thread)>& fn);
+
+  static constexpr int kSpinMicros = 50;
 
  private:
   void worker(int index);
@@ -34,12 +39,14 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  uint64_t generation_ = 0;
-  int active_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> active_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
   const std::function<void(int64_t, int)>* fn_ = nullptr;
   int64_t n_tasks_ = 0;
   std::atomic<int64_t> next_{0};
+  std::mutex error_mutex_;
   std::exception_ptr error_;
 };
 

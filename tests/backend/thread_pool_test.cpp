@@ -1,0 +1,50 @@
+// The CPU backend's thread pool: every task runs once, exceptions propagate, back-to-back jobs work.
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/backend/cpu/thread_pool.h"
+
+namespace ninfer::cpu {
+namespace {
+
+TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{1000}}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> bad_thread{0};
+      pool.parallel_for(n, [&](int64_t t, int th) {
+        hits[static_cast<size_t>(t)].fetch_add(1);
+        if (th < 0 || th >= threads) bad_thread.fetch_add(1);
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+      EXPECT_EQ(bad_thread.load(), 0);
+    }
+  }
+}
+
+TEST(ThreadPool, ManyBackToBackJobs) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  for (int job = 0; job < 20000; ++job) pool.parallel_for(4, [&](int64_t t, int) { sum.fetch_add(t + 1); });
+  EXPECT_EQ(sum.load(), 20000 * 10);
+}
+
+TEST(ThreadPool, FirstExceptionIsRethrownAndThePoolStaysUsable) {
+  ThreadPool pool(3);
+  EXPECT_THROW(pool.parallel_for(100,
+                                 [&](int64_t t, int) {
+                                   if (t == 17) throw std::runtime_error("task 17");
+                                 }),
+               std::runtime_error);
+  std::atomic<int> n{0};
+  pool.parallel_for(50, [&](int64_t, int) { n.fetch_add(1); });
+  EXPECT_EQ(n.load(), 50);
+}
+
+}  // namespace
+}  // namespace ninfer::cpu
