@@ -502,6 +502,16 @@ HttpServer::HttpServer(HttpServerConfig config, EnginePort& engine)
   const int threads = im.config.http_threads > 0 ? im.config.http_threads : im.config.max_in_flight + 16;
   im.svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   im.svr.set_payload_max_length(im.config.max_body_bytes);
+  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
+  // silently share its traffic. Keep only quick rebinding after a restart.
+  im.svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+#ifdef _WIN32
+    setsockopt(sock, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, reinterpret_cast<const char*>(&yes), sizeof(yes));
+#else
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+#endif
+  });
   im.svr.set_keep_alive_timeout(5);
   im.install_routes();
 }
@@ -567,24 +577,36 @@ std::atomic<int> g_signal{0};
 extern "C" void on_stop_signal(int sig) { g_signal = sig; }
 }  // namespace
 
+void request_run_server_stop() { g_signal = SIGTERM; }
+
 int run_server(const ServeOptions& options, EnginePort& engine) {
   std::unique_ptr<HttpServer> server;
   try {
     server = std::make_unique<HttpServer>(http_config_from(options), engine);
-    server->start();
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    spdlog::error("{}", e.what());  // the --log-jsonl path: a bad flag value
+    return 2;
   }
   g_signal = 0;
   auto prev_int = std::signal(SIGINT, on_stop_signal);
   auto prev_term = std::signal(SIGTERM, on_stop_signal);
+  auto restore = [&] {
+    std::signal(SIGINT, prev_int);
+    std::signal(SIGTERM, prev_term);
+  };
+  try {
+    server->start();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    restore();
+    return 1;
+  }
   spdlog::info("listening on {} ({}){}", server->address(), engine.ready() ? "ready" : "loading: /health answers 503",
                options.api_keys.empty() ? "" : ", API key required on /v1/*");
   if (!options.log_jsonl.empty()) spdlog::info("request timings: one JSON line per request in {}", options.log_jsonl);
   bool ready_logged = engine.ready();
   while (g_signal == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!ready_logged && engine.ready()) {
       ModelInfo info = engine.model_info();
       spdlog::info("model ready: serving '{}' (max context {} tokens)",
@@ -592,10 +614,9 @@ int run_server(const ServeOptions& options, EnginePort& engine) {
       ready_logged = true;
     }
   }
-  spdlog::info("signal {} received: stopping", g_signal.load());
+  spdlog::info("stop requested (signal {}): stopping", g_signal.load());
   server->stop();
-  std::signal(SIGINT, prev_int);
-  std::signal(SIGTERM, prev_term);
+  restore();
   return 0;
 }
 

@@ -61,8 +61,13 @@ class HttpServer {
 };
 
 // What ninfer-serve's main calls after parsing the flags: serves `engine` (GET /health answers 503
-// until engine.ready()) until SIGINT or SIGTERM, then stops cleanly. Returns the process exit code:
-// 0 after a signal, 1 when the server cannot start (the reason is logged).
+// until engine.ready(), so the app may load the model on another thread meanwhile) until SIGINT or
+// SIGTERM (or request_run_server_stop()), then stops cleanly, cancelling in-flight requests.
+// Returns the process exit code: 0 after a stop request, 2 when the --log-jsonl file cannot be
+// opened, 1 when the address cannot be bound (the reason is logged in each case).
 int run_server(const ServeOptions& options, EnginePort& engine);
+
+// Makes a running run_server() return, as SIGTERM does (thread-safe, async-signal-safe).
+void request_run_server_stop();
 
 }  // namespace ninfer::server

@@ -1,0 +1,306 @@
+#include "server/engine_service.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/core/error.h"
+#include "engine/tokenizer/detokenizer.h"
+#include "engine/tokenizer/reasoning_parser.h"
+
+namespace ninfer::server {
+
+namespace {
+
+// Forces "\n</think>\n\n" once the reasoning budget is spent (engine thread).
+class BudgetController final : public TokenController {
+ public:
+  BudgetController(const Tokenizer& tok, int32_t budget, bool in_reasoning) : tracker_(tok, budget, in_reasoning) {}
+  std::vector<int32_t> after_token(int32_t id) override {
+    if (forcing_) return {};  // the forced ids come back through here; they are not budget tokens
+    if (!tracker_.observe(id)) return {};
+    forcing_ = true;
+    for (int32_t f : tracker_.closing_ids()) tracker_.observe(f);
+    forcing_ = false;
+    return tracker_.closing_ids();
+  }
+  bool forced_close() const { return tracker_.forced_close(); }
+
+ private:
+  ReasoningBudgetTracker tracker_;
+  bool forcing_ = false;
+};
+
+// Turns one request's token stream into text deltas on two channels (engine thread).
+class RequestBridge final : public RequestObserver {
+ public:
+  RequestBridge(Engine& engine, const Tokenizer& tok, std::shared_ptr<GenerationSink> sink, const GenerationRequest& req,
+                const EngineService::Prompt& prompt, std::vector<int32_t> stop_ids)
+      : engine_(engine),
+        tok_(tok),
+        sink_(std::move(sink)),
+        detok_(tok),
+        parser_(ReasoningParserOptions{.prompt_opened_reasoning = prompt.opened_reasoning,
+                                       .thinking_enabled = prompt.thinking || !prompt.opened_reasoning}),
+        parse_reasoning_(req.parse_reasoning),
+        stops_(req.stop),
+        stop_ids_(std::move(stop_ids)),
+        logprobs_(req.sampling.logprobs) {
+    for (const auto& s : stops_) max_stop_ = std::max(max_stop_, s.size());
+  }
+
+  // Called by submit() once the engine assigned the id; the engine thread may already be running the
+  // request, so a stop string matched before this point cancels here.
+  void set_id(RequestId id) {
+    id_.store(id);
+    if (want_cancel_.load()) engine_.cancel(id);
+  }
+
+  void on_tokens(std::span<const OutputToken> tokens) override {
+    for (const auto& t : tokens) {
+      if (stopped_) break;
+      const int32_t id = t.token.id;
+      const bool reasoning_before = parse_reasoning_ && parser_.in_reasoning();
+      std::string text;
+      if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) text = detok_.push(id);
+      Delta lp_carrier;
+      if (logprobs_) lp_carrier.logprobs.push_back(logprob_of(t));
+      emit(text, reasoning_before, 1, std::move(lp_carrier.logprobs));
+    }
+  }
+
+  void on_finish(const RequestResult& r) override {
+    if (!stopped_) {
+      emit(detok_.finish(), false, 0, {});
+      if (parse_reasoning_) route(parser_.finish(), 0, {});
+      flush_content(true);
+    }
+    FinalResult f;
+    f.prompt_tokens = r.prompt_tokens;
+    f.completion_tokens = r.completion_tokens;
+    f.reasoning_tokens = reasoning_tokens_;
+    f.timings = {r.timings.queue_s, r.timings.prefill_s, r.timings.decode_s, r.timings.ttft_s, r.timings.total_s};
+    switch (r.reason) {
+      case FinishReason::kEos: f.stop_reason = StopReason::kEos; break;
+      case FinishReason::kOutputLimit: f.stop_reason = StopReason::kOutputLimit; break;
+      case FinishReason::kContextLimit: f.stop_reason = StopReason::kContextLimit; break;
+      case FinishReason::kCancelled: f.stop_reason = stopped_ ? StopReason::kStopString : StopReason::kCancelled; break;
+      case FinishReason::kError: f.stop_reason = StopReason::kError, f.error = r.error; break;
+    }
+    if (stopped_) f.stop_string = matched_;
+    sink_->on_finish(std::move(f));
+  }
+
+ private:
+  TokenLogprob logprob_of(const OutputToken& t) const {
+    TokenLogprob lp{tok_.decode(std::span(&t.token.id, 1)), t.token.logprob, {}};
+    for (const auto& [id, l] : t.token.top) lp.top.push_back({tok_.decode(std::span(&id, 1)), l});
+    return lp;
+  }
+
+  // Routes new text of one token through the reasoning parser; `tokens` is accounted on the first delta.
+  void emit(const std::string& text, bool reasoning_token, int32_t tokens, std::vector<TokenLogprob> lps) {
+    if (tokens > 0 && reasoning_token) reasoning_tokens_ += tokens;
+    if (!parse_reasoning_) {
+      content_ += text;
+      pending_tokens_ += tokens;
+      move_logprobs(lps);
+      flush_content(false);
+      return;
+    }
+    ReasoningDelta d = parser_.feed(text);
+    route(std::move(d), tokens, std::move(lps));
+  }
+
+  void route(ReasoningDelta d, int32_t tokens, std::vector<TokenLogprob> lps) {
+    if (!d.reasoning.empty() || (tokens > 0 && d.content.empty() && content_.empty() && parser_.in_reasoning())) {
+      Delta out{Channel::kReasoning, std::move(d.reasoning), tokens, std::move(lps)};
+      tokens = 0;
+      sink_->on_delta(std::move(out));
+    }
+    content_ += d.content;
+    pending_tokens_ += tokens;
+    move_logprobs(lps);
+    flush_content(false);
+  }
+
+  void move_logprobs(std::vector<TokenLogprob>& lps) {
+    for (auto& l : lps) pending_lps_.push_back(std::move(l));
+    lps.clear();
+  }
+
+  // Emits content, holding back a tail that could still become a stop string.
+  void flush_content(bool final) {
+    if (stopped_) return;
+    for (const auto& s : stops_) {
+      if (s.empty()) continue;
+      size_t pos = content_.find(s);
+      if (pos != std::string::npos) {
+        content_.resize(pos);
+        stopped_ = true;
+        matched_ = s;
+        break;
+      }
+    }
+    size_t cut = content_.size();
+    if (!stopped_ && !final && max_stop_ > 1) {
+      cut = content_.size() > max_stop_ - 1 ? content_.size() - (max_stop_ - 1) : 0;
+      while (cut > 0 && (static_cast<unsigned char>(content_[cut]) & 0xC0) == 0x80) --cut;  // whole characters only
+    }
+    if (cut > 0 || pending_tokens_ > 0 || !pending_lps_.empty()) {
+      sink_->on_delta(Delta{Channel::kContent, content_.substr(0, cut), pending_tokens_, std::move(pending_lps_)});
+      content_.erase(0, cut);
+      pending_tokens_ = 0;
+      pending_lps_.clear();
+    }
+    if (stopped_) {  // end the sequence at once; on_finish reports kStopString
+      want_cancel_.store(true);
+      if (RequestId id = id_.load()) engine_.cancel(id);
+    }
+  }
+
+  Engine& engine_;
+  const Tokenizer& tok_;
+  std::shared_ptr<GenerationSink> sink_;
+  Detokenizer detok_;
+  ReasoningParser parser_;
+  bool parse_reasoning_;
+  std::vector<std::string> stops_;
+  std::vector<int32_t> stop_ids_;
+  bool logprobs_;
+  size_t max_stop_ = 0;
+  std::atomic<RequestId> id_{0};
+  std::atomic<bool> want_cancel_{false};
+  std::string content_;  // content not yet emitted (stop-string hold-back)
+  int32_t pending_tokens_ = 0;
+  std::vector<TokenLogprob> pending_lps_;
+  int64_t reasoning_tokens_ = 0;
+  bool stopped_ = false;
+  std::string matched_;
+};
+
+ninfer::SamplingParams to_engine(const server::SamplingParams& s) {
+  ninfer::SamplingParams e;
+  e.greedy = s.greedy;
+  e.temperature = static_cast<float>(s.temperature);
+  e.top_k = s.top_k;
+  e.top_p = static_cast<float>(s.top_p);
+  e.min_p = static_cast<float>(s.min_p);
+  e.presence_penalty = static_cast<float>(s.presence_penalty);
+  e.frequency_penalty = static_cast<float>(s.frequency_penalty);
+  e.repetition_penalty = static_cast<float>(s.repetition_penalty);
+  e.seed = s.seed;
+  e.logprobs = s.logprobs;
+  e.top_logprobs = s.top_logprobs;
+  return e;
+}
+
+}  // namespace
+
+EngineService::EngineService(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template,
+                             EngineServiceConfig config)
+    : engine_(engine), tokenizer_(tokenizer), template_(std::move(chat_template)), config_(std::move(config)) {}
+
+EngineLoad EngineService::load() const {
+  EngineStats s = engine_.stats();
+  return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total};
+}
+
+EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) const {
+  Prompt p;
+  if (r.kind == PromptKind::kTokens) {
+    p.ids = r.prompt_tokens;
+    return p;
+  }
+  if (r.kind == PromptKind::kText) {
+    p.ids = tokenizer_.encode_with_special(r.prompt_text);  // raw prompts may carry control tokens on purpose
+    return p;
+  }
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  for (const auto& m : r.messages) {
+    nlohmann::ordered_json j = {{"role", m.role}, {"content", m.content}};
+    if (!m.reasoning.empty()) j["reasoning_content"] = m.reasoning;
+    if (!m.name.empty()) j["name"] = m.name;
+    if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+    messages.push_back(std::move(j));
+  }
+  ChatOptions opt;
+  opt.enable_thinking = r.enable_thinking;
+  if (r.reasoning_effort) {
+    auto resolved = resolve_reasoning(parse_reasoning_effort(*r.reasoning_effort), config_.budgets);
+    if (resolved.enable_thinking) opt.enable_thinking = resolved.enable_thinking;
+  }
+  RenderedPrompt rendered = template_.render(messages, nlohmann::ordered_json::array(), opt);
+  p.ids = tokenizer_.encode_segments(rendered.segments);
+  p.opened_reasoning = rendered.thinking;
+  p.thinking = template_.thinking_enabled(opt);
+  return p;
+}
+
+SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) {
+  SubmitResult out;
+  Prompt prompt;
+  try {
+    prompt = build_prompt(request);
+  } catch (const Error& e) {
+    return {0, RejectKind::kInvalid, e.what(), request.kind == PromptKind::kChat ? "messages" : "prompt", 0};
+  }
+  EngineRequest er;
+  er.prompt = prompt.ids;
+  er.sampling = to_engine(request.sampling);
+  er.max_tokens = request.max_tokens.value_or(0);
+  er.stop_ids = config_.stop_ids;
+  std::optional<int64_t> budget = request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
+  if (request.reasoning_effort && !request.reasoning_budget) {
+    auto resolved = resolve_reasoning(parse_reasoning_effort(*request.reasoning_effort), config_.budgets);
+    if (resolved.budget_tokens) budget = *resolved.budget_tokens;
+  }
+  if (budget && prompt.opened_reasoning)
+    er.controller = std::make_shared<BudgetController>(tokenizer_, static_cast<int32_t>(*budget), true);
+  auto bridge = std::make_shared<RequestBridge>(engine_, tokenizer_, std::move(sink), request, prompt, config_.stop_ids);
+  auto* raw = bridge.get();
+  SubmitOutcome o = engine_.submit(std::move(er), bridge);
+  raw->set_id(o.id);
+  switch (o.status) {
+    case SubmitStatus::kAccepted: out.handle = o.id; break;
+    case SubmitStatus::kQueueFull: out.reject = RejectKind::kQueueFull; break;
+    case SubmitStatus::kContextLength:
+      out.reject = RejectKind::kContextLength, out.param = "messages", out.prompt_tokens = static_cast<int64_t>(prompt.ids.size());
+      break;
+    case SubmitStatus::kInvalid: out.reject = RejectKind::kInvalid; break;
+  }
+  out.message = o.message;
+  return out;
+}
+
+void EngineService::cancel(RequestHandle handle) { engine_.cancel(handle); }
+
+std::vector<int32_t> default_stop_ids(const nlohmann::json& gen, const Tokenizer& tok) {
+  std::vector<int32_t> ids;
+  if (gen.is_object() && gen.contains("eos_token_id")) {
+    const auto& e = gen["eos_token_id"];
+    if (e.is_number_integer()) ids.push_back(e.get<int32_t>());
+    if (e.is_array())
+      for (const auto& v : e)
+        if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+  }
+  for (const char* t : {"<|im_end|>", "<|endoftext|>"})
+    if (auto id = tok.token_id(t); id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  return ids;
+}
+
+SamplingParams default_sampling(const nlohmann::json& gen) {
+  SamplingParams s;
+  if (!gen.is_object()) return s;
+  if (gen.contains("temperature") && gen["temperature"].is_number()) s.temperature = gen["temperature"].get<double>();
+  if (gen.contains("top_p") && gen["top_p"].is_number()) s.top_p = gen["top_p"].get<double>();
+  if (gen.contains("top_k") && gen["top_k"].is_number_integer()) s.top_k = gen["top_k"].get<int32_t>();
+  if (gen.contains("min_p") && gen["min_p"].is_number()) s.min_p = gen["min_p"].get<double>();
+  if (gen.contains("repetition_penalty") && gen["repetition_penalty"].is_number())
+    s.repetition_penalty = gen["repetition_penalty"].get<double>();
+  if (gen.contains("do_sample") && gen["do_sample"].is_boolean() && !gen["do_sample"].get<bool>()) s.greedy = true;
+  return s;
+}
+
+}  // namespace ninfer::server
