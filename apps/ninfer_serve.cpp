@@ -1,40 +1,110 @@
-// ninfer-serve: loads a .ninfer artifact and reports the startup facts the server will log.
-// The HTTP layer and the engine loop are wired here as they land (issues 4 and 5).
+// ninfer-serve: loads a .ninfer artifact into the CPU engine and serves the OpenAI-compatible HTTP API.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include "engine/artifact/artifact.h"
-#include "engine/artifact/artifact_summary.h"
+#include "engine/artifact/mapped_file.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/model/model_artifact.h"
+#include "engine/runtime/engine.h"
+#include "engine/runtime/memory_plan.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/engine_service.h"
+#include "server/http_server.h"
+#include "server/serve_options.h"
+
+namespace {
+
+// The embedded default model: shipped in the source tree under models/.
+const std::string kDefaultModel = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
+
+ninfer::DType kv_dtype_of(ninfer::server::KvDtype d) {
+  switch (d) {
+    case ninfer::server::KvDtype::kBf16: return ninfer::DType::kBF16;
+    case ninfer::server::KvDtype::kF16: return ninfer::DType::kF16;
+    case ninfer::server::KvDtype::kF32: return ninfer::DType::kF32;
+    case ninfer::server::KvDtype::kInt8: break;  // gated in serve_options until the int8 KV cache lands
+  }
+  ninfer::fail(ninfer::ErrorKind::kUnsupported, "--kv-dtype int8 is not built yet");
+}
+
+std::string model_name_of(const std::string& path) {
+  return ninfer::path_to_utf8(ninfer::path_from_utf8(path).stem());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"ninfer-serve: OpenAI-compatible inference server"};
-  std::string model;
-  bool verify = false;
-  app.add_option("--model", model, "path of the .ninfer artifact")->required();
-  app.add_flag("--verify", verify, "check every tensor checksum at load");
-  CLI11_PARSE(app, argc, argv);
-
+  auto parsed = ninfer::server::parse_serve_options(argc, argv, kDefaultModel);
+  if (!parsed.options) {
+    std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);
+    if (!parsed.message.empty() && parsed.message.back() != '\n') std::fputc('\n', parsed.exit_code == 0 ? stdout : stderr);
+    return parsed.exit_code;
+  }
+  const ninfer::server::ServeOptions& opt = *parsed.options;
   try {
-    spdlog::info("ninfer-serve {}", NINFER_VERSION);
+    spdlog::info("ninfer-serve {} {}", NINFER_VERSION, ninfer::server::describe(opt));
     auto t0 = std::chrono::steady_clock::now();
-    ninfer::Artifact artifact = ninfer::Artifact::open(model, {.verify_checksums = verify});
+    ninfer::Artifact artifact = ninfer::Artifact::open(opt.model);
     ninfer::ModelConfig config = ninfer::load_model_config(artifact);
+    auto tokenizer_json = artifact.blob("tokenizer.json");
+    if (!tokenizer_json)
+      ninfer::fail(ninfer::ErrorKind::kNotFound, "{}: the artifact has no tokenizer.json; pack it from a checkpoint "
+                   "directory that has one", artifact.path());
+    ninfer::Tokenizer tokenizer = ninfer::Tokenizer::from_json(*tokenizer_json);
+    const auto& meta = artifact.metadata();
+    ninfer::ChatTemplate chat = meta.contains("chat_template") && meta["chat_template"].is_string()
+                                    ? ninfer::ChatTemplate::from_template_text(meta["chat_template"].get<std::string>())
+                                    : ninfer::ChatTemplate();
+    uint64_t weight_bytes = 0;
+    for (const auto& t : artifact.tensors())
+      if (t.section == "main") weight_bytes += t.bytes;
+
+    ninfer::EngineOptions eo;
+    eo.max_context = opt.max_context.value_or(config.max_position_embeddings);
+    eo.prefill_chunk = opt.prefill_chunk;
+    eo.max_concurrency = opt.max_concurrency;
+    eo.kv_capacity = opt.kv_capacity.value_or(0);
+    eo.kv_dtype = kv_dtype_of(opt.kv_dtype);
+    eo.threads = opt.threads;
+    eo.greedy = opt.greedy;
+    ninfer::MemoryPlan plan = ninfer::plan_memory(
+        config, {.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
+                 .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
+                 .available_bytes = ninfer::host_available_bytes()});
+    ninfer::Engine engine(artifact, config, eo);
     double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    spdlog::info("artifact {} ({} bytes, {} tensors) opened and validated in {:.3f} s", artifact.path(),
-                 artifact.file_bytes(), artifact.tensors().size(), load_s);
-    spdlog::info("model {}: {} layers ({} linear attention, {} full attention), hidden {}, vocab {}",
+    spdlog::info("artifact {} ({} bytes) loaded in {:.2f} s: {} {} layers ({} linear attention, {} full attention), "
+                 "hidden {}, vocab {}", artifact.path(), artifact.file_bytes(), load_s,
                  ninfer::architecture_name(config.arch), config.num_layers, config.num_linear_attention_layers(),
                  config.num_full_attention_layers(), config.hidden_size, config.vocab_size);
-    spdlog::info("devices: {}", ninfer::describe(ninfer::probe_devices()));
-    spdlog::error("this build cannot serve requests yet: the CPU engine and the HTTP layer are still to land");
-    return 3;
+    spdlog::info("backend {}; devices: {}", engine.backend_name(), ninfer::describe(ninfer::probe_devices()));
+    spdlog::info("chat template: {}", chat.description());
+    spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
+                 ninfer::host_available_bytes() / (1024.0 * 1024.0));
+
+    ninfer::server::EngineServiceConfig sc;
+    sc.info.name = opt.served_model_name.empty() ? model_name_of(opt.model) : opt.served_model_name;
+    sc.info.max_context = eo.max_context;
+    sc.info.created = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::file_clock::to_sys(std::filesystem::last_write_time(ninfer::path_from_utf8(opt.model)))
+                              .time_since_epoch())
+                          .count();
+    const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
+    sc.info.default_sampling = ninfer::server::default_sampling(gen);
+    sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
+                        engine.memory().kv_tokens, opt.prefix_reuse, opt.tp, opt.max_concurrency, "none", 0};
+    sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
+    sc.default_reasoning_budget = opt.reasoning_budget;
+    ninfer::server::EngineService service(engine, tokenizer, chat, sc);
+    return ninfer::server::run_server(opt, service);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;
