@@ -86,7 +86,6 @@ int main(int argc, char** argv) {
                  ninfer::architecture_name(config.arch), config.num_layers, config.num_linear_attention_layers(),
                  config.num_full_attention_layers(), config.hidden_size, config.vocab_size);
     spdlog::info("backend {}; devices: {}", engine.backend_name(), ninfer::describe(ninfer::probe_devices()));
-    spdlog::info("chat template: {}", chat.description());
     spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
                  ninfer::host_available_bytes() / (1024.0 * 1024.0));
 

@@ -1,4 +1,4 @@
-#include "bench/pack/synthetic_checkpoint.h"
+#include "bench/common/synthetic_checkpoint.h"
 
 #include <filesystem>
 #include <fstream>

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "bench/pack/synthetic_checkpoint.h"
+#include "bench/common/synthetic_checkpoint.h"
 #include "engine/artifact/artifact.h"
 #include "engine/artifact/mapped_file.h"
 #include "engine/model/model_artifact.h"
