@@ -10,8 +10,15 @@ if [ -z "${NINFER_PRESET:-}" ]; then
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 jobs="${NINFER_JOBS:-$(nproc)}"
+# The official `openai` Python client drives one of the server tests; it lives in a venv outside the build.
+venv="${NINFER_TEST_VENV:-$PWD/.venv}"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import openai" >/dev/null 2>&1; then
+  echo "== python venv with openai ($venv)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check openai
+fi
 echo "== configure ($NINFER_PRESET)"
-cmake --preset "$NINFER_PRESET"
+cmake --preset "$NINFER_PRESET" -DNINFER_PYTHON="$venv/bin/python"
 echo "== build (-j$jobs)"
 cmake --build --preset "$NINFER_PRESET" -j "$jobs"
 echo "== test"
