@@ -131,3 +131,20 @@ TEST(GoldenBf16, Bf16WeightsMatchExactBf16LogitsAndStayNearF32) {
 
 }  // namespace
 }  // namespace ninfer
+
+namespace ninfer {
+namespace {
+
+TEST(GoldenKvDtype, Bf16AndF16KvStayNearTheF32Logits) {
+  auto prompts = prompts_of("qwen35_untied");
+  for (DType kv : {DType::kBF16, DType::kF16}) {
+    ReferenceModel m("qwen35_untied", kv);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto got = prefill_all(m, prompts[i].tokens, static_cast<SeqId>(i), 16);
+      EXPECT_LE(testing::rel_err(got, prompts[i].logits), 2e-2) << dtype_name(kv) << " KV, prompt " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ninfer
