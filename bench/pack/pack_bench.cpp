@@ -15,9 +15,28 @@
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
 
+#ifdef _WIN32
+#include <io.h>
+#else
 #include <unistd.h>
+#endif
 
 namespace {
+
+// Flushes every dirty page to disk so one measurement's write-back does not land in the next.
+void sync_all() {
+#ifndef _WIN32
+  ::sync();
+#endif
+}
+
+void fsync_file(std::FILE* f) {
+#ifdef _WIN32
+  _commit(_fileno(f));
+#else
+  fsync(fileno(f));
+#endif
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -32,7 +51,7 @@ double raw_copy_seconds(const std::string& src, const std::string& dst) {
   for (uint64_t off = 0; off < in.size(); off += kPiece)
     std::fwrite(in.data() + off, 1, std::min<uint64_t>(kPiece, in.size() - off), f);
   std::fflush(f);
-  fsync(fileno(f));
+  fsync_file(f);
   std::fclose(f);
   return now_s() - t0;
 }
@@ -61,16 +80,16 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "writing the synthetic checkpoint (%d layers)...\n", config["num_hidden_layers"].get<int>());
   uint64_t bytes = ninfer::bench::write_synthetic_checkpoint(hf, config);
   std::string st = hf + "/model.safetensors";
-  ::sync();  // the checkpoint's own write-back must not land inside the first measurement
+  sync_all();  // the checkpoint's own write-back must not land inside the first measurement
 
   std::vector<double> raw_s, pack_s, open_s, verify_s;
   for (int r = 0; r < reps; ++r) {
     raw_s.push_back(raw_copy_seconds(st, raw));
     std::filesystem::remove(raw);
-    ::sync();
+    sync_all();
     ninfer::PackReport rep = ninfer::pack_hf_checkpoint({.hf_dir = hf, .output = out, .show_progress = r == 0});
     pack_s.push_back(rep.seconds);
-    ::sync();
+    sync_all();
   }
   for (int r = 0; r < std::max(reps, 5); ++r) {
     double t0 = now_s();
