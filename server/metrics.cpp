@@ -74,6 +74,12 @@ class Writer {
     out_ += fmt::format("{}_sum{{{}}} {}\n", name, model_label_, h.sum());
     out_ += fmt::format("{}_count{{{}}} {}\n", name, model_label_, h.count());
   }
+  // A counter with one sample per entry of `values`, labelled `label="<key>"`.
+  template <typename Map>
+  void labelled(const char* name, const char* help, const char* label, const Map& values) {
+    header(name, "counter", help);
+    for (const auto& [key, n] : values) sample(name, static_cast<double>(n), fmt::format("{}=\"{}\"", label, key));
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -144,12 +150,9 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineLoa
                                   int64_t in_flight) const {
   std::lock_guard<std::mutex> lock(mu_);
   Writer w(model_name);
-  w.header("vllm:request_success_total", "counter", "Finished requests by finish reason.");
-  for (const auto& [reason, n] : finished_)
-    w.sample("vllm:request_success_total", static_cast<double>(n), fmt::format("finished_reason=\"{}\"", reason));
-  w.header("ninfer:request_stop_reason_total", "counter", "Finished requests by engine stop reason.");
-  for (const auto& [reason, n] : stop_reasons_)
-    w.sample("ninfer:request_stop_reason_total", static_cast<double>(n), fmt::format("stop_reason=\"{}\"", reason));
+  w.labelled("vllm:request_success_total", "Finished requests by finish reason.", "finished_reason", finished_);
+  w.labelled("ninfer:request_stop_reason_total", "Finished requests by engine stop reason.", "stop_reason",
+             stop_reasons_);
   w.scalar("ninfer:request_rejected_total", "counter", "Requests the engine refused at admission.",
            static_cast<double>(rejected_));
   w.scalar("vllm:prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
@@ -185,13 +188,11 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineLoa
            static_cast<double>(spec_draft_tokens_));
   w.scalar("vllm:spec_decode_num_accepted_tokens_total", "counter", "Accepted drafted tokens.",
            static_cast<double>(spec_accepted_));
-  w.header("vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted drafted tokens by position.");
-  for (size_t i = 0; i < spec_accepted_per_pos_.size(); ++i)
-    w.sample("vllm:spec_decode_num_accepted_tokens_per_pos_total", static_cast<double>(spec_accepted_per_pos_[i]),
-             fmt::format("position=\"{}\"", i));
-  w.header("ninfer:http_responses_total", "counter", "HTTP responses by status code.");
-  for (const auto& [code, n] : http_status_)
-    w.sample("ninfer:http_responses_total", static_cast<double>(n), fmt::format("code=\"{}\"", code));
+  std::map<size_t, uint64_t> per_pos;
+  for (size_t i = 0; i < spec_accepted_per_pos_.size(); ++i) per_pos[i] = spec_accepted_per_pos_[i];
+  w.labelled("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted drafted tokens by position.", "position",
+             per_pos);
+  w.labelled("ninfer:http_responses_total", "HTTP responses by status code.", "code", http_status_);
   return w.take();
 }
 
