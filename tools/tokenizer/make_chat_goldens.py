@@ -6,7 +6,7 @@ Templates: tools/tokenizer/templates/qwen35.jinja (the Qwen3.5 chat template; th
 enable_thinking=false) and qwen35_thinking_off_default.jinja (the variant of the small Qwen3.5 checkpoints, whose
 generation prompt thinks only when enable_thinking=true). Each case stores messages, tools and template kwargs,
 then either the rendered text and its ids (HF encode of the text with added tokens recognised, using the
-tokenizer.json in qwen35_fixtures.tar.xz) or the template's error message.
+tokenizer.json in qwen35_tokenizer.tar.xz) or the template's error message.
 
 Run (rerunnable, deterministic; after make_goldens.py):
     /work/venv/bin/python tools/tokenizer/make_chat_goldens.py
@@ -152,7 +152,7 @@ CASES = [
 def main():
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
-    with tarfile.open(os.path.join(DATA, "qwen35_fixtures.tar.xz")) as tar:
+    with tarfile.open(os.path.join(DATA, "qwen35_tokenizer.tar.xz")) as tar:
         tj = tar.extractfile("tokenizer.json").read().decode("utf-8")
     tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(tj))
     templates = {}

