@@ -145,7 +145,8 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>& out) c
   merge(piece, out);
   std::lock_guard<std::mutex> lock(shard.mu);
   if (shard.map.size() < kCacheMaxEntries)
-    shard.map.emplace(std::string(piece), std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));
+    shard.map.emplace(std::string(piece),
+                      std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));
 }
 
 namespace {
@@ -164,7 +165,8 @@ void BpeModel::merge(std::string_view piece, std::vector<int32_t>& out) const {
   thread_local std::vector<Symbol> sym;
   const int32_t n = static_cast<int32_t>(piece.size());
   sym.resize(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) sym[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  for (int32_t i = 0; i < n; ++i)
+    sym[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
 
   auto pair_rank = [&](int32_t i, int32_t* merged) {
     int32_t r;

@@ -49,8 +49,10 @@ struct Content {
   std::string text;  // concatenation
   void add(std::string_view s, bool special) {
     if (s.empty()) return;
-    if (!segs.empty() && segs.back().allow_special == special) segs.back().text += s;
-    else segs.push_back(PromptSegment{std::string(s), special});
+    if (!segs.empty() && segs.back().allow_special == special)
+      segs.back().text += s;
+    else
+      segs.push_back(PromptSegment{std::string(s), special});
     text += s;
   }
 };
@@ -115,8 +117,10 @@ Content trim(const Content& c) {
 
 void emit(Out& out, const Content& c) {
   for (const auto& s : c.segs) {
-    if (s.allow_special) out.lit(s.text);
-    else out.data(s.text);
+    if (s.allow_special)
+      out.lit(s.text);
+    else
+      out.data(s.text);
   }
 }
 
@@ -139,8 +143,10 @@ void render_tool_call(Out& out, const ojson& call_in, bool first, bool content_n
   if (has(call_in, "function")) call = &call_in["function"];
   if (!has(*call, "name") || !(*call)["name"].is_string()) raise("Tool call without a function name.");
   const std::string& name = (*call)["name"].get_ref<const std::string&>();
-  if (first) out.lit(content_nonblank ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=");
-  else out.lit("\n<tool_call>\n<function=");
+  if (first)
+    out.lit(content_nonblank ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=");
+  else
+    out.lit("\n<tool_call>\n<function=");
   out.data(name);
   out.lit(">\n");
   if (has(*call, "arguments") && !(*call)["arguments"].is_null()) {
@@ -188,9 +194,10 @@ ChatTemplate ChatTemplate::from_template_text(std::string_view jinja) {
   if (contains("enable_thinking is defined and enable_thinking is true")) t.kind_ = Kind::kQwen35ThinkingOffDefault;
   if (contains("preserve_thinking")) {
     t.recognized_ = false;
-    spdlog::warn("chat template has a preserve_thinking switch (Qwen3.6 style) that the renderer does not implement; "
-                 "rendering with the built-in {} (history reasoning before the last user query is dropped)",
-                 t.description());
+    spdlog::warn(
+        "chat template has a preserve_thinking switch (Qwen3.6 style) that the renderer does not implement; "
+        "rendering with the built-in {} (history reasoning before the last user query is dropped)",
+        t.description());
     return t;
   }
   spdlog::info("chat template recognised: {}", t.description());
@@ -274,7 +281,8 @@ RenderedPrompt ChatTemplate::render(const ojson& messages, const ojson& tools, c
         reasoning = m["reasoning_content"].get<std::string>();
       } else if (content.text.find("</think>") != std::string::npos) {
         std::string_view t = content.text;
-        reasoning = std::string(py::lstrip_char(split_last(py::rstrip_char(split_first(t, "</think>"), '\n'), "<think>"), '\n'));
+        reasoning = std::string(
+            py::lstrip_char(split_last(py::rstrip_char(split_first(t, "</think>"), '\n'), "<think>"), '\n'));
         body = Content();
         body.add(py::lstrip_char(split_last(t, "</think>"), '\n'), false);
       }

@@ -1,12 +1,11 @@
 // Owns the native Qwen3.5 ChatML chat-template renderer (messages + tools -> prompt text and segments).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/tokenizer.h"
 

@@ -11,7 +11,8 @@ namespace ninfer {
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*
 //   |\s*[\r\n]+|\s+(?!\S)|\s+
 inline constexpr std::string_view kQwen35SplitPattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*)"
+    R"(|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // Appends to `out` the pieces of `text` in order; together they cover `text` exactly. Bytes that are not valid
 // UTF-8 count as one character each of no class (like punctuation), so any byte string splits.

@@ -14,13 +14,27 @@ void dump_string(std::string& out, const std::string& s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -37,12 +51,24 @@ void dump_string(std::string& out, const std::string& s) {
 void dump(std::string& out, const nlohmann::ordered_json& v) {
   using T = nlohmann::ordered_json::value_t;
   switch (v.type()) {
-    case T::null: out += "null"; break;
-    case T::boolean: out += v.get<bool>() ? "true" : "false"; break;
-    case T::number_integer: out += std::to_string(v.get<int64_t>()); break;
-    case T::number_unsigned: out += std::to_string(v.get<uint64_t>()); break;
-    case T::number_float: out += float_repr(v.get<double>()); break;
-    case T::string: dump_string(out, v.get_ref<const std::string&>()); break;
+    case T::null:
+      out += "null";
+      break;
+    case T::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      break;
+    case T::number_integer:
+      out += std::to_string(v.get<int64_t>());
+      break;
+    case T::number_unsigned:
+      out += std::to_string(v.get<uint64_t>());
+      break;
+    case T::number_float:
+      out += float_repr(v.get<double>());
+      break;
+    case T::string:
+      dump_string(out, v.get_ref<const std::string&>());
+      break;
     case T::array: {
       out.push_back('[');
       bool first = true;
@@ -67,7 +93,9 @@ void dump(std::string& out, const nlohmann::ordered_json& v) {
       out.push_back('}');
       break;
     }
-    default: out += "null"; break;  // binary / discarded values do not come from JSON text
+    default:
+      out += "null";
+      break;  // binary / discarded values do not come from JSON text
   }
 }
 
@@ -132,10 +160,14 @@ std::string dumps(const nlohmann::ordered_json& value) {
 std::string str(const nlohmann::ordered_json& v) {
   using T = nlohmann::ordered_json::value_t;
   switch (v.type()) {
-    case T::null: return "None";
-    case T::boolean: return v.get<bool>() ? "True" : "False";
-    case T::string: return v.get<std::string>();
-    default: return dumps(v);
+    case T::null:
+      return "None";
+    case T::boolean:
+      return v.get<bool>() ? "True" : "False";
+    case T::string:
+      return v.get<std::string>();
+    default:
+      return dumps(v);
   }
 }
 

@@ -1,10 +1,9 @@
 // Owns Python-compatible value formatting for chat templates: json.dumps(ensure_ascii=False) and str().
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace ninfer::py {
 

@@ -15,10 +15,14 @@ ReasoningEffort parse_reasoning_effort(std::string_view v) {
 
 std::string_view reasoning_effort_name(ReasoningEffort e) {
   switch (e) {
-    case ReasoningEffort::kNone: return "none";
-    case ReasoningEffort::kLow: return "low";
-    case ReasoningEffort::kMedium: return "medium";
-    case ReasoningEffort::kHigh: return "high";
+    case ReasoningEffort::kNone:
+      return "none";
+    case ReasoningEffort::kLow:
+      return "low";
+    case ReasoningEffort::kMedium:
+      return "medium";
+    case ReasoningEffort::kHigh:
+      return "high";
   }
   return "?";
 }
@@ -26,10 +30,14 @@ std::string_view reasoning_effort_name(ReasoningEffort e) {
 ReasoningConfig resolve_reasoning(std::optional<ReasoningEffort> effort, const ReasoningBudgets& b) {
   if (!effort) return {};
   switch (*effort) {
-    case ReasoningEffort::kNone: return {false, std::nullopt};
-    case ReasoningEffort::kLow: return {true, b.low};
-    case ReasoningEffort::kMedium: return {true, b.medium};
-    case ReasoningEffort::kHigh: return {true, b.high};
+    case ReasoningEffort::kNone:
+      return {false, std::nullopt};
+    case ReasoningEffort::kLow:
+      return {true, b.low};
+    case ReasoningEffort::kMedium:
+      return {true, b.medium};
+    case ReasoningEffort::kHigh:
+      return {true, b.high};
   }
   return {};
 }

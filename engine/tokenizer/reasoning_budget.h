@@ -25,8 +25,8 @@ struct ReasoningBudgets {
 };
 
 struct ReasoningConfig {
-  std::optional<bool> enable_thinking;  // nullopt: the chat template's default
-  std::optional<int32_t> budget_tokens; // nullopt: unlimited (bounded only by max_tokens)
+  std::optional<bool> enable_thinking;   // nullopt: the chat template's default
+  std::optional<int32_t> budget_tokens;  // nullopt: unlimited (bounded only by max_tokens)
 };
 
 // none -> thinking off; low/medium/high -> thinking on with that budget; no effort -> template default, no budget.

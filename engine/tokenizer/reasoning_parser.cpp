@@ -44,8 +44,10 @@ Scan scan_reasoning(std::string_view s, bool tool_calls, bool final) {
 }  // namespace
 
 ReasoningParser::ReasoningParser(ReasoningParserOptions options) : opt_(options) {
-  if (!opt_.thinking_enabled) state_ = State::kContent;
-  else state_ = opt_.prompt_opened_reasoning ? State::kReasoning : State::kStart;
+  if (!opt_.thinking_enabled)
+    state_ = State::kContent;
+  else
+    state_ = opt_.prompt_opened_reasoning ? State::kReasoning : State::kStart;
 }
 
 ReasoningDelta ReasoningParser::feed(std::string_view text) {

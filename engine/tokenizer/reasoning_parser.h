@@ -50,7 +50,7 @@ class ReasoningParser {
 
   ReasoningParserOptions opt_;
   State state_;
-  bool at_block_start_ = true;    // nothing emitted in the current part yet (leading newlines are dropped)
+  bool at_block_start_ = true;  // nothing emitted in the current part yet (leading newlines are dropped)
   bool ended_ = false;
   std::string buf_;
 };

@@ -2,7 +2,6 @@
 #include "engine/tokenizer/tokenizer.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
@@ -129,7 +128,8 @@ Tokenizer Tokenizer::from_json(std::string_view text) {
 
   const json& model = doc["model"];
   if (field_type(model, "type") != "BPE")
-    fail(ErrorKind::kUnsupported, "tokenizer.json: model type '{}' is not supported (only BPE)", field_type(model, "type"));
+    fail(ErrorKind::kUnsupported, "tokenizer.json: model type '{}' is not supported (only BPE)",
+         field_type(model, "type"));
   if (flag(model, "byte_fallback", false))
     fail(ErrorKind::kUnsupported, "tokenizer.json: BPE byte_fallback=true is not supported");
   if (model.contains("dropout") && !model["dropout"].is_null())
@@ -213,7 +213,8 @@ Tokenizer Tokenizer::from_json(std::string_view text) {
   }
   for (const auto& a : impl->added) impl->added_by_first[static_cast<unsigned char>(a.content[0])].push_back(&a);
   for (auto& v : impl->added_by_first)
-    std::stable_sort(v.begin(), v.end(), [](const AddedToken* x, const AddedToken* y) { return x->content.size() > y->content.size(); });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const AddedToken* x, const AddedToken* y) { return x->content.size() > y->content.size(); });
 
   impl->bpe = std::make_unique<BpeModel>(vocab, merges, ignore_merges);
   return Tokenizer(std::move(impl));
@@ -226,7 +227,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   return out;
 }
 
-void Tokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const { impl_->encode_plain(text, out); }
+void Tokenizer::encode_append(std::string_view text, std::vector<int32_t>& out) const {
+  impl_->encode_plain(text, out);
+}
 
 std::vector<int32_t> Tokenizer::encode_with_special(std::string_view text) const {
   std::vector<int32_t> out;

@@ -31,9 +31,9 @@ struct ClassTable {
     mark(ud::kNumberRanges, ud::kNumberRangesCount, kNumber);
     mark(ud::kNfcSensitiveRanges, ud::kNfcSensitiveRangesCount, kNfcSensitive);
     // Unicode White_Space (Oniguruma's \s in Unicode mode).
-    static constexpr char32_t kWhite[] = {0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x2001,
-                                          0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A,
-                                          0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
+    static constexpr char32_t kWhite[] = {0x09,   0x0A,   0x0B,   0x0C,   0x0D,   0x20,   0x85,   0xA0,   0x1680,
+                                          0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008,
+                                          0x2009, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
     for (char32_t cp : kWhite) flat[cp] |= kSpace | kPySpace;
     // Python's str.isspace() adds the information separators U+001C..U+001F.
     for (char32_t cp = 0x1C; cp <= 0x1F; ++cp) flat[cp] |= kPySpace;
@@ -63,7 +63,8 @@ uint8_t combining_class(char32_t cp) {
   if (cp < 0x300) return 0;
   const auto* begin = ud::kCombiningClasses;
   const auto* end = begin + ud::kCombiningClassesCount;
-  const auto* it = std::upper_bound(begin, end, cp, [](char32_t c, const ud::CombiningClassRange& r) { return c < r.lo; });
+  const auto* it =
+      std::upper_bound(begin, end, cp, [](char32_t c, const ud::CombiningClassRange& r) { return c < r.lo; });
   if (it == begin) return 0;
   --it;
   return cp <= it->hi ? it->ccc : 0;
@@ -98,9 +99,10 @@ char32_t compose_pair(char32_t a, char32_t b) {
     return a + (b - kTBase);
   const auto* begin = ud::kCompositions;
   const auto* end = begin + ud::kCompositionsCount;
-  const auto* it = std::lower_bound(begin, end, std::pair{a, b}, [](const ud::CompositionPair& p, std::pair<char32_t, char32_t> k) {
-    return p.first != k.first ? p.first < k.first : p.second < k.second;
-  });
+  const auto* it =
+      std::lower_bound(begin, end, std::pair{a, b}, [](const ud::CompositionPair& p, std::pair<char32_t, char32_t> k) {
+        return p.first != k.first ? p.first < k.first : p.second < k.second;
+      });
   if (it != end && it->first == a && it->second == b) return it->composite;
   return 0;
 }
@@ -192,8 +194,8 @@ int decode_utf8(std::string_view s, size_t i, char32_t* cp) {
     }
   } else if (b0 >= 0xF0 && b0 <= 0xF4) {
     if (cont(1) && cont(2) && cont(3)) {
-      char32_t c = (char32_t(b0 & 0x07) << 18) | (char32_t(p[1] & 0x3F) << 12) | (char32_t(p[2] & 0x3F) << 6) |
-                   (p[3] & 0x3F);
+      char32_t c =
+          (char32_t(b0 & 0x07) << 18) | (char32_t(p[1] & 0x3F) << 12) | (char32_t(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
       if (c >= 0x10000 && c < 0x110000) {
         *cp = c;
         return 4;

@@ -9,12 +9,12 @@ namespace ninfer::unicode {
 
 // Character class bits (one lookup per code point).
 enum : uint8_t {
-  kLetter = 1,        // \p{L}
-  kMark = 2,          // \p{M}
-  kNumber = 4,        // \p{N}
-  kSpace = 8,         // regex \s: the Unicode White_Space property (Oniguruma's \s)
-  kPySpace = 16,      // Python str.isspace() (what Jinja's |trim strips)
-  kNfcSensitive = 32, // NFC may change a string that contains it
+  kLetter = 1,         // \p{L}
+  kMark = 2,           // \p{M}
+  kNumber = 4,         // \p{N}
+  kSpace = 8,          // regex \s: the Unicode White_Space property (Oniguruma's \s)
+  kPySpace = 16,       // Python str.isspace() (what Jinja's |trim strips)
+  kNfcSensitive = 32,  // NFC may change a string that contains it
 };
 
 // Class bits of a code point; code points past U+10FFFF have none.

@@ -41,7 +41,8 @@ TEST(ChatTemplate, MatchesApplyChatTemplate) {
   size_t rendered = 0, with_ids = 0, injections = 0;
   for (const auto& c : g["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    ChatTemplate tpl = ChatTemplate::from_template_text(g["templates"][c["template"].get<std::string>()].get<std::string>());
+    ChatTemplate tpl =
+        ChatTemplate::from_template_text(g["templates"][c["template"].get<std::string>()].get<std::string>());
     EXPECT_TRUE(tpl.recognized());
     ChatOptions opt = options_of(c["kwargs"]);
     if (c.contains("error")) {
@@ -66,7 +67,8 @@ TEST(ChatTemplate, MatchesApplyChatTemplate) {
     for (const auto& a : tok.added_tokens()) {
       injected += occurrences(p, a.content, false);
       // control tokens come only from template text
-      EXPECT_EQ(static_cast<size_t>(std::count(ids.begin(), ids.end(), a.id)), occurrences(p, a.content, true)) << a.content;
+      EXPECT_EQ(static_cast<size_t>(std::count(ids.begin(), ids.end(), a.id)), occurrences(p, a.content, true))
+          << a.content;
     }
     const std::vector<int32_t> flat = c["ids"].get<std::vector<int32_t>>();
     if (injected == 0) {
@@ -102,7 +104,8 @@ TEST(ChatTemplate, StringArgumentsAreParsed) {
   o.add_generation_prompt = false;
   ChatTemplate t;
   EXPECT_EQ(t.render(m1, ojson(), o).text(), t.render(m2, ojson(), o).text());
-  EXPECT_NE(t.render(m2, ojson(), o).text().find("<parameter=b>\n1\n</parameter>\n<parameter=a>\n[1, 2]\n"), std::string::npos);
+  EXPECT_NE(t.render(m2, ojson(), o).text().find("<parameter=b>\n1\n</parameter>\n<parameter=a>\n[1, 2]\n"),
+            std::string::npos);
   ojson bad = m1;
   bad[1]["tool_calls"][0]["function"]["arguments"] = "{not json";
   EXPECT_THROW(t.render(bad, ojson(), o), Error);
@@ -112,7 +115,8 @@ TEST(ChatTemplate, UnknownTemplateFallsBackWithWarning) {
   ChatTemplate t = ChatTemplate::from_template_text("{{ messages }}");
   EXPECT_FALSE(t.recognized());
   EXPECT_EQ(t.kind(), ChatTemplate::Kind::kQwen35);
-  ChatTemplate small = ChatTemplate::from_template_text(goldens()["templates"]["qwen35_thinking_off_default"].get<std::string>());
+  ChatTemplate small =
+      ChatTemplate::from_template_text(goldens()["templates"]["qwen35_thinking_off_default"].get<std::string>());
   EXPECT_EQ(small.kind(), ChatTemplate::Kind::kQwen35ThinkingOffDefault);
   EXPECT_FALSE(small.thinking_enabled(ChatOptions{}));
 }

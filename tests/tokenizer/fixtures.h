@@ -1,13 +1,13 @@
 // Owns the shared loading of the tokenizer test fixtures (unpacked from tests/data/tokenizer at build time).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/tokenizer.h"
 

@@ -30,7 +30,8 @@ const Case kCases[] = {
     {"a < b and </ b> </think>x", true, true, true, "a < b and </ b> ", "x"},
     {"</think>", true, true, true, "", ""},
     {"r</think>c</think>d", true, true, true, "r", "c</think>d"},
-    {"I will call.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+    {"I will "
+     "call.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
      true, true, true, "I will call.",
      "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"},
     {"mention <tool_call> in prose then </think>\n\nanswer", true, true, true, "mention <tool_call> in prose then ",

@@ -18,7 +18,9 @@ using test::read_jsonl;
 
 std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
 
-std::string show(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace); }
+std::string show(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
 
 TEST(Tokenizer, LoadsQwen35Fixture) {
   const Tokenizer& tok = qwen35();
@@ -137,7 +139,8 @@ TEST(Tokenizer, StreamingHoldsSplitCharacters) {
   const Tokenizer& tok = qwen35();
   // "€" is E2 82 AC; feed it as three single-byte tokens
   std::vector<int32_t> ids;
-  for (unsigned char b : std::string("\xE2\x82\xAC")) ids.push_back(tok.encode(std::string(1, static_cast<char>(b)))[0]);
+  for (unsigned char b : std::string("\xE2\x82\xAC"))
+    ids.push_back(tok.encode(std::string(1, static_cast<char>(b)))[0]);
   Detokenizer d(tok);
   EXPECT_EQ(d.push(ids[0]), "");
   EXPECT_EQ(d.push(ids[1]), "");
@@ -152,7 +155,9 @@ TEST(Tokenizer, StreamingHoldsSplitCharacters) {
   // a lead byte followed by ASCII is replaced at once
   int32_t a = tok.encode("a")[0];
   EXPECT_EQ(d.push(ids[0]), "");
-  EXPECT_EQ(d.push(a), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(d.push(a),
+            "\xEF\xBF\xBD"
+            "a");
 }
 
 TEST(Tokenizer, InvalidUtf8InputIsTokenizedByteByByte) {
@@ -188,7 +193,9 @@ TEST(Tokenizer, RejectsUnsupportedShapes) {
   expect_kind(with([](auto& d) { d["normalizer"] = {{"type", "NFKC"}}; }), ErrorKind::kUnsupported);
   expect_kind(with([](auto& d) { d["decoder"] = {{"type", "Metaspace"}}; }), ErrorKind::kUnsupported);
   expect_kind(with([](auto& d) { d["added_tokens"][0]["lstrip"] = true; }), ErrorKind::kUnsupported);
-  expect_kind(with([](auto& d) { d["model"]["merges"][0] = nlohmann::json::array({"Ġ", "no-such-token"}); }),
+  expect_kind(with([](auto& d) {
+                d["model"]["merges"][0] = nlohmann::json::array({"Ġ", "no-such-token"});
+              }),
               ErrorKind::kCorrupt);
 }
 

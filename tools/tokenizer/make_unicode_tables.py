@@ -120,8 +120,8 @@ def main():
 
     def emit_ranges(name, rs):
         w("const CodepointRange %s[] = {\n" % name)
-        for i in range(0, len(rs), 6):
-            w("    " + " ".join("{0x%X, 0x%X}," % r for r in rs[i:i + 6]) + "\n")
+        for i in range(0, len(rs), 5):
+            w("    " + " ".join("{0x%X, 0x%X}," % r for r in rs[i:i + 5]) + "\n")
         w("};\nconst size_t %sCount = %d;\n\n" % (name, len(rs)))
 
     for cp, c in sorted(cls_override.items()):
@@ -173,8 +173,8 @@ def main():
                 ccc_runs.append((start, cp - 1, cur))
             start, cur = cp, c
     w("const CombiningClassRange kCombiningClasses[] = {\n")
-    for i in range(0, len(ccc_runs), 5):
-        w("    " + " ".join("{0x%X, 0x%X, %d}," % r for r in ccc_runs[i:i + 5]) + "\n")
+    for i in range(0, len(ccc_runs), 4):
+        w("    " + " ".join("{0x%X, 0x%X, %d}," % r for r in ccc_runs[i:i + 4]) + "\n")
     w("};\nconst size_t kCombiningClassesCount = %d;\n\n" % len(ccc_runs))
 
     # full canonical decompositions (Hangul syllables are algorithmic, not listed)
