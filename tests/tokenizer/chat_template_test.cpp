@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "engine/core/error.h"
 #include "engine/tokenizer/py_json.h"
 #include "tests/tokenizer/fixtures.h"
@@ -80,6 +82,8 @@ TEST(ChatTemplate, MatchesApplyChatTemplate) {
       ++injections;
     }
   }
+  std::printf("chat goldens: %zu rendered, %zu with HF ids, %zu with injected control strings\n", rendered, with_ids,
+              injections);
   EXPECT_GE(rendered, 30u);
   EXPECT_GE(with_ids, 25u);
   EXPECT_GE(injections, 3u);

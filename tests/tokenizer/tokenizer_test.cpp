@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
@@ -217,6 +219,37 @@ TEST(Pretokenizer, SplitsLikeTheRegex) {
   EXPECT_EQ(split("\t(x"), (V{"\t", "(x"}));
   EXPECT_EQ(split("na\xCC\x81ive"), (V{"na\xCC\x81ive"}));  // \p{M} stays inside words (Qwen3.5)
   EXPECT_EQ(split(""), V{});
+}
+
+}  // namespace
+}  // namespace ninfer
+
+namespace ninfer {
+namespace {
+
+TEST(Tokenizer, ConcurrentEncodeIsConsistent) {
+  // The piece cache is shared; several threads encoding the same corpus must agree with one thread.
+  const Tokenizer& tok = test::qwen35();
+  auto doc = nlohmann::json::parse(test::tokenizer_json());
+  doc["model"]["ignore_merges"] = false;  // every piece goes through the cache
+  Tokenizer merging = Tokenizer::from_json(doc.dump());
+  auto records = test::read_jsonl(test::fixture_path("encode.jsonl"));
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < records.size(); i += 3) texts.push_back(records[i]["t"].get<std::string>());
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& t : texts) want.push_back(tok.encode(t));
+  std::vector<size_t> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < bad.size(); ++k) {
+    threads.emplace_back([&, k] {
+      for (size_t i = k; i < texts.size() + k; ++i) {
+        size_t j = i % texts.size();
+        if (merging.encode(texts[j]) != want[j]) ++bad[k];
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t k = 0; k < bad.size(); ++k) EXPECT_EQ(bad[k], 0u) << "thread " << k;
 }
 
 }  // namespace
