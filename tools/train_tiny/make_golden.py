@@ -21,7 +21,6 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -135,8 +134,9 @@ def main():
         assert fn.__module__ == q35.__name__, f"{fn} is not transformers' torch implementation"
 
     out = Path(args.out)
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in list(out.glob("*.f32")) + list(out.glob("*.i32")) + list(out.glob("index.json")):
+        old.unlink()  # only what this script writes (README.md stays)
     w = Writer(out)
     tok = AutoTokenizer.from_pretrained(args.checkpoint)
     lm, mtp = load(args.checkpoint, torch.float32)
@@ -203,7 +203,7 @@ def main():
                                sha256=sha256(args.artifact) if os.path.exists(args.artifact) else None),
                  models={"ninfer_tiny": rec}, files=w.entries)
     (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
-    total = sum(f.stat().st_size for f in out.iterdir())
+    total = sum(f.stat().st_size for f in out.iterdir() if f.suffix in (".f32", ".i32", ".json"))
     print(f"wrote {len(w.entries)} tensors, {total / 1e6:.2f} MB under {out}")
 
 

@@ -168,6 +168,8 @@ def main():
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--eval-windows", type=int, default=32)
     ap.add_argument("--max-minutes", type=float, default=44.0)
+    ap.add_argument("--stop-at", type=int, default=None,
+                    help="stop after this many steps of the --steps schedule (reproduces a run that hit --max-minutes)")
     ap.add_argument("--no-amp", action="store_true", help="train in float32 instead of bf16 autocast")
     args = ap.parse_args()
 
@@ -209,6 +211,9 @@ def main():
     step = 0
     ema = None
     for step in range(args.steps):
+        if args.stop_at is not None and step >= args.stop_at:
+            stopped_early = True
+            break
         if (time.time() - t_start) / 60 > args.max_minutes:
             stopped_early = True
             print(f"wall-clock budget reached at step {step}", flush=True)
@@ -251,6 +256,7 @@ def main():
     save_checkpoint(model, args.tokenizer, ckpt, [im_end, eot], eot, eot)
     summary = {
         "seed": args.seed, "steps_planned": args.steps, "steps_done": step, "stopped_early": stopped_early,
+        "argv": sys.argv[1:],
         "batch": args.batch, "seq": args.seq, "tokens_seen": tokens_seen, "lr": args.lr,
         "mtp_weight": args.mtp_weight, "amp_bf16": not args.no_amp,
         "parameters": {"total": n_params, "main": n_main, "mtp": n_mtp},
