@@ -16,6 +16,7 @@
 
 #include "engine/core/error.h"
 #include "server/api_error.h"
+#include "server/connection_probe.h"
 #include "server/jsonl_log.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -213,7 +214,7 @@ struct HttpServer::Impl {
 
   void install_routes();
   void handle_generation(const Req& req, Res& res, bool chat);
-  void serve_non_stream(Res& res, const Prepared& p, const ResponseHead& head,
+  void serve_non_stream(const Req& req, Res& res, const Prepared& p, const ResponseHead& head,
                         const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<Ticket>& ticket);
   void serve_stream(Res& res, const Prepared& p, const ResponseHead& head,
                     const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<Ticket>& ticket);
@@ -391,21 +392,36 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, bool chat) {
   set_handle(*ticket, sr.handle);
   res.set_header("X-Request-Id", head.id);
   if (p.stream) serve_stream(res, p, head, stream, ticket);
-  else serve_non_stream(res, p, head, stream, ticket);
+  else serve_non_stream(req, res, p, head, stream, ticket);
 }
 
-void HttpServer::Impl::serve_non_stream(Res& res, const Prepared& p, const ResponseHead& head,
+void HttpServer::Impl::serve_non_stream(const Req& req, Res& res, const Prepared& p, const ResponseHead& head,
                                         const std::shared_ptr<RequestStream>& stream,
                                         const std::shared_ptr<Ticket>& ticket) {
+  // While waiting, look at the connection every 100 ms: a client that gave up cancels its request.
+  const std::optional<ConnectionProbe> probe =
+      ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  constexpr auto kProbeEvery = std::chrono::milliseconds(100);
+  auto next_probe = std::chrono::steady_clock::now() + kProbeEvery;
   CollectedOutput out;
   std::optional<FinalResult> final;
   while (!final) {
-    RequestStream::Pending pending = stream->wait(std::chrono::milliseconds(1000));
+    RequestStream::Pending pending = stream->wait(probe ? kProbeEvery : std::chrono::milliseconds(1000));
     for (const Delta& d : pending.deltas) out.add(d);
-    if (pending.final) final = std::move(pending.final);
-    else if (pending.aborted) {
+    if (pending.final) {
+      final = std::move(pending.final);
+    } else if (pending.aborted) {
       engine.cancel(ticket->handle);
       throw ApiException(service_unavailable("The server is shutting down.", "server_stopping"));
+    } else if (probe && std::chrono::steady_clock::now() >= next_probe) {
+      next_probe = std::chrono::steady_clock::now() + kProbeEvery;
+      if (probe->peer_closed()) {
+        engine.cancel(ticket->handle);  // nobody will read the answer: free the sequence now
+        ApiError gone{499, "invalid_request_error", "The client closed the connection.", std::nullopt,
+                      "client_closed_request"};
+        send_error(res, gone);
+        return;
+      }
     }
   }
   if (final->stop_reason == StopReason::kError)

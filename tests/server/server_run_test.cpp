@@ -87,6 +87,7 @@ TEST(RunServer, ExitCodes) {
   httplib::Server taken;
   int port = taken.bind_to_any_port("127.0.0.1");
   std::thread holder([&] { taken.listen_after_bind(); });
+  while (!taken.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // stop() needs it
   EXPECT_EQ(run_server(options_on(port), engine), 1);
   taken.stop();
   holder.join();
