@@ -58,6 +58,14 @@ TEST_P(BackendOps, LinearStridedRows) {
   EXPECT_LT(rel_err(got, want), 2e-6);
 }
 
+TEST_P(BackendOps, LinearRejectsBadShapesAndAliasing) {
+  HostTensor x = random_tensor({3, 16}, rng), w = random_tensor({16, 16}, rng), y({3, 8});
+  EXPECT_THROW(be->linear(y.view(), x.view(), w.view()), Error);      // N mismatch
+  EXPECT_THROW(be->linear(x.view(), x.view(), w.view()), Error);      // y aliases x
+  HostTensor wi({16, 16}, DType::kI8);
+  EXPECT_THROW(be->linear(x.view(), x.view(), wi.view()), Error);     // unsupported weight dtype
+}
+
 TEST_P(BackendOps, EmbeddingAndGatherRows) {
   for (DType dt : kWeightDtypes) {
     HostTensor table = random_tensor({50, 24}, rng, -2, 2, dt);

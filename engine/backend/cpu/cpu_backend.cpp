@@ -167,6 +167,7 @@ void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool 
     fail(ErrorKind::kInvalidArgument, "linear: y {} = x {} · wᵀ {} shape mismatch", y.describe(), x.describe(),
          w.describe());
   if (M == 0 || N == 0) return;
+  if (y.data == x.data) fail(ErrorKind::kInvalidArgument, "linear: y must not alias x ({})", x.describe());
   const GemmFn fn = k_->gemm(w.dtype);
   const int64_t xs = x.row_stride(), ys = y.row_stride(), ws = w.row_stride();
   const auto* xp = static_cast<const float*>(x.data);
