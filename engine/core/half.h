@@ -1,24 +1,18 @@
 // Owns the 16-bit float conversions (bf16, IEEE f16 <-> f32), scalar and bulk, used by packing and the CPU backend.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace ninfer {
 
 // bf16 -> f32 is exact: the bf16 bits are the top half of the f32.
-inline float bf16_to_f32(uint16_t h) {
-  uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
 
 // f32 -> bf16, round to nearest even; NaN stays a (quiet) NaN, infinities stay infinite.
 inline uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
+  uint32_t u = std::bit_cast<uint32_t>(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);  // NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return uint16_t(u >> 16);
@@ -44,15 +38,12 @@ inline float f16_to_f32(uint16_t h) {
     } while ((mant & 0x400u) == 0);
     u = sign | (uint32_t(112 - e) << 23) | ((mant & 0x3ffu) << 13);
   }
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
+  return std::bit_cast<float>(u);
 }
 
 // f32 -> IEEE binary16, round to nearest even; overflow gives ±inf, tiny values become subnormal or ±0.
 inline uint16_t f32_to_f16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
+  const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
   if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));  // NaN

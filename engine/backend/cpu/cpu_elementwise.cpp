@@ -24,6 +24,13 @@ void for_rows(ThreadPool& pool, int64_t rows, int64_t row_size, Fn&& fn) {
 }
 
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// Σx² over a row, accumulated in double.
+inline double sum_squares(const float* x, int64_t n) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  return ss;
+}
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // Weight vector [N] as f32: a view when already f32, else converted into `buf`.
@@ -54,9 +61,7 @@ void CpuBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, flo
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = row_f32(x, r);
       float* yr = row_f32(y, r);
-      double ss = 0.0;
-      for (int64_t i = 0; i < N; ++i) ss += double(xr[i]) * xr[i];
-      const float inv = static_cast<float>(1.0 / std::sqrt(ss / double(N) + double(eps)));
+      const float inv = static_cast<float>(1.0 / std::sqrt(sum_squares(xr, N) / double(N) + double(eps)));
       for (int64_t i = 0; i < N; ++i) yr[i] = xr[i] * inv * (wf[i] + w_offset);
     }
   });
@@ -77,9 +82,7 @@ void CpuBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& 
       const float* xr = row_f32(x, r);
       const float* zr = row_f32(z, r);
       float* yr = row_f32(y, r);
-      double ss = 0.0;
-      for (int64_t i = 0; i < N; ++i) ss += double(xr[i]) * xr[i];
-      const float inv = static_cast<float>(1.0 / std::sqrt(ss / double(N) + double(eps)));
+      const float inv = static_cast<float>(1.0 / std::sqrt(sum_squares(xr, N) / double(N) + double(eps)));
       for (int64_t i = 0; i < N; ++i) yr[i] = wf[i] * (xr[i] * inv) * silu(zr[i]);
     }
   });
@@ -94,9 +97,7 @@ void CpuBackend::l2_norm(const Tensor& y, const Tensor& x, float eps, float scal
     for (int64_t r = r0; r < r1; ++r) {
       const float* xr = row_f32(x, r);
       float* yr = row_f32(y, r);
-      double ss = 0.0;
-      for (int64_t i = 0; i < N; ++i) ss += double(xr[i]) * xr[i];
-      const float inv = static_cast<float>(double(scale) / std::sqrt(ss + double(eps)));
+      const float inv = static_cast<float>(double(scale) / std::sqrt(sum_squares(xr, N) + double(eps)));
       for (int64_t i = 0; i < N; ++i) yr[i] = xr[i] * inv;
     }
   });
