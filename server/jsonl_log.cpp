@@ -26,7 +26,14 @@ JsonlWriter::~JsonlWriter() {
 }
 
 void JsonlWriter::write(const nlohmann::json& record) {
-  std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  enqueue(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void JsonlWriter::write(const nlohmann::ordered_json& record) {
+  enqueue(record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
+
+void JsonlWriter::enqueue(std::string line) {
   line += '\n';
   {
     std::lock_guard<std::mutex> lock(mu_);

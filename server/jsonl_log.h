@@ -25,6 +25,7 @@ class JsonlWriter {
   JsonlWriter& operator=(const JsonlWriter&) = delete;
 
   void write(const nlohmann::json& record);
+  void write(const nlohmann::ordered_json& record);
   // Blocks until every line queued so far is written and flushed (tests, shutdown).
   void flush();
 
@@ -34,6 +35,7 @@ class JsonlWriter {
 
  private:
   void run();
+  void enqueue(std::string line);
 
   std::string path_;
   std::FILE* file_ = nullptr;

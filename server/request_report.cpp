@@ -10,17 +10,18 @@ using json = nlohmann::json;
 
 namespace {
 
-json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+template <typename J = json>
+J opt(const std::optional<double>& v) { return v ? J(*v) : J(nullptr); }
 
-json spec_json(const SpecStats& s) {
-  json j = {{"method", s.method},
+template <typename J = json>
+J spec_json(const SpecStats& s) {
+  J j = {{"method", s.method},
             {"draft_tokens", s.draft_tokens},
             {"steps", s.steps},
             {"drafted", s.drafted},
             {"accepted", s.accepted},
-            {"acceptance_rate", s.drafted > 0 ? json(static_cast<double>(s.accepted) / s.drafted) : json(nullptr)},
-            {"mean_acceptance_length",
-             s.steps > 0 ? json(1.0 + static_cast<double>(s.accepted) / s.steps) : json(nullptr)},
+            {"acceptance_rate", s.drafted > 0 ? J(static_cast<double>(s.accepted) / s.drafted) : J(nullptr)},
+            {"mean_acceptance_length", s.steps > 0 ? J(1.0 + static_cast<double>(s.accepted) / s.steps) : J(nullptr)},
             {"accepted_per_pos", s.accepted_per_pos}};
   return j;
 }
@@ -86,17 +87,18 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
 }
 
-json jsonl_record(const RequestRecord& rec) {
+nlohmann::ordered_json jsonl_record(const RequestRecord& rec) {
+  using oj = nlohmann::ordered_json;
   const FinalResult& r = rec.result;
   const Timings& t = r.timings;
-  json j = {
+  oj j = {
       {"ts", iso8601_utc(rec.finished_at)},
       {"request_id", rec.request_id},
       {"model", rec.model},
       {"endpoint", rec.endpoint},
       {"stream", rec.stream},
       {"http_status", rec.http_status},
-      {"max_tokens", rec.max_tokens ? json(*rec.max_tokens) : json(nullptr)},
+      {"max_tokens", rec.max_tokens ? oj(*rec.max_tokens) : oj(nullptr)},
       {"prompt_tokens", r.prompt_tokens},
       {"completion_tokens", r.completion_tokens},
       {"reasoning_tokens", r.reasoning_tokens},
@@ -110,8 +112,8 @@ json jsonl_record(const RequestRecord& rec) {
         {"decode_s", t.decode_s},
         {"ttft_s", t.ttft_s},
         {"total_s", t.total_s}}},
-      {"prefill_tok_s", opt(prefill_tok_s(r))},
-      {"decode_tok_s", opt(decode_tok_s(r))},
+      {"prefill_tok_s", opt<oj>(prefill_tok_s(r))},
+      {"decode_tok_s", opt<oj>(decode_tok_s(r))},
       {"settings",
        {{"kv_dtype", rec.settings.kv_dtype},
         {"prefill_chunk", rec.settings.prefill_chunk},
@@ -121,7 +123,7 @@ json jsonl_record(const RequestRecord& rec) {
         {"tp", rec.settings.tp},
         {"max_concurrency", rec.settings.max_concurrency}}},
   };
-  if (r.spec) j["spec"] = spec_json(*r.spec);
+  if (r.spec) j["spec"] = spec_json<oj>(*r.spec);
   if (r.stop_reason == StopReason::kStopString) j["stop_string"] = r.stop_string;
   if (!r.error.empty()) j["error"] = r.error;
   if (!rec.user.empty()) j["user"] = rec.user;

@@ -36,7 +36,8 @@ struct RequestRecord {
   std::string user;
 };
 
-nlohmann::json jsonl_record(const RequestRecord& record);
+// Keys in the documented order (ts first), for people reading the log.
+nlohmann::ordered_json jsonl_record(const RequestRecord& record);
 
 // ISO-8601 UTC with milliseconds: 2026-10-19T19:03:43.123Z
 std::string iso8601_utc(std::chrono::system_clock::time_point t);

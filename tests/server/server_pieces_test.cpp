@@ -67,7 +67,10 @@ TEST(JsonlRecord, EveryFieldOfTheSchema) {
   rec.result.spec = SpecStats{"mtp", 3, 100, 300, 210, {90, 70, 50}};
   rec.empty_content = true;
   rec.settings = {"int8", 2048, 196608, 196608, false, 2, 1, "mtp", 3};
-  json j = jsonl_record(rec);
+  const std::string line = jsonl_record(rec).dump();
+  EXPECT_EQ(line.rfind("{\"ts\":\"2025-10-19T19:03:43.123Z\",\"request_id\":\"chatcmpl-1\",\"model\":\"qwen\"", 0), 0u)
+      << "keys in the documented order: " << line;
+  json j = json::parse(line);
   EXPECT_EQ(j["ts"], "2025-10-19T19:03:43.123Z");
   EXPECT_EQ(j["request_id"], "chatcmpl-1");
   EXPECT_EQ(j["model"], "qwen");
