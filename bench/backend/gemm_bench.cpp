@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/common/bandwidth.h"
 #include "engine/backend/backend.h"
 #include "engine/core/half.h"
 
@@ -35,43 +35,6 @@ double median_time(int reps, Fn&& fn) {
   return t[t.size() / 2];
 }
 
-// memcpy of `bytes` split over `threads` threads; returns bytes copied per second (each byte counted once).
-double memcpy_bandwidth(size_t bytes, int threads, int reps) {
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
-  const double t = median_time(reps, [&] {
-    std::vector<std::thread> ts;
-    const size_t per = bytes / static_cast<size_t>(threads);
-    for (int i = 0; i < threads; ++i)
-      ts.emplace_back([&, i] { std::memcpy(dst.data() + i * per, src.data() + i * per, per); });
-    for (auto& th : ts) th.join();
-  });
-  return double(bytes) / t;
-}
-
-// Read-only sweep (sum of 64-bit words) split over threads; bytes read per second.
-double read_bandwidth(size_t bytes, int threads, int reps) {
-  std::vector<uint64_t> src(bytes / 8, 3);
-  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
-  const double t = median_time(reps, [&] {
-    std::vector<std::thread> ts;
-    const size_t per = src.size() / static_cast<size_t>(threads);
-    for (int i = 0; i < threads; ++i)
-      ts.emplace_back([&, i] {
-        uint64_t a = 0, b = 0, c = 0, d = 0;
-        const uint64_t* p = src.data() + i * per;
-        for (size_t j = 0; j + 4 <= per; j += 4) {
-          a += p[j];
-          b += p[j + 1];
-          c += p[j + 2];
-          d += p[j + 3];
-        }
-        sums[static_cast<size_t>(i) * 8] = a + b + c + d;
-      });
-    for (auto& th : ts) th.join();
-  });
-  return double(bytes) / t;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,9 +55,10 @@ int main(int argc, char** argv) {
   auto be = make_cpu_backend(opt);
 
   const size_t bw_bytes = 512ull << 20;
-  const double copy_bw = memcpy_bandwidth(bw_bytes, threads, reps);
-  const double read_bw = read_bandwidth(bw_bytes, threads, reps);
-  fmt::print("backend {}\nweights [{} x {}] (> last-level cache), median of {}\n", be->name(), N, K, reps);
+  const double copy_bw = bench::memcpy_bandwidth(bw_bytes, threads, reps);
+  const double read_bw = bench::read_bandwidth(bw_bytes, threads, reps);
+  fmt::print("backend {}\nweights [{} x {}] ({:.0f} MiB in bf16; the default exceeds the last-level cache), median of {}\n",
+             be->name(), N, K, double(N) * double(K) * 2.0 / double(1 << 20), reps);
   fmt::print("memcpy bandwidth ({} threads): {:.2f} GB/s (bytes copied / s)\n", threads, copy_bw / 1e9);
   fmt::print("read-only sweep  ({} threads): {:.2f} GB/s\n\n", threads, read_bw / 1e9);
   fmt::print("{:<6} {:>4} {:>10} {:>10} {:>12} {:>12} {:>10}\n", "dtype", "M", "ms", "GB/s", "vs memcpy", "vs read",
