@@ -140,7 +140,10 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                         ->check(CLI::Range(1, 64));
   app.add_flag("--lm-head-draft", o.lm_head_draft, "Use the artifact's reduced-vocabulary draft lm_head");
   app.add_option("--log-jsonl", o.log_jsonl, "Append one JSON line per finished request to PATH");
-  app.add_option("--api-key", api_keys, "Require this bearer key on /v1/* (comma-separated for several)");
+  app.add_option("--api-key", api_keys,
+                 "Require this bearer key on /v1/* (comma-separated for several; also read from NINFER_API_KEY, "
+                 "which keeps it out of the process list)")
+      ->envname("NINFER_API_KEY");
   app.add_option("--served-model-name", o.served_model_name,
                  "Model id reported and accepted by the API [default: the artifact's name]");
   auto* budget_opt = app.add_option("--reasoning-budget", reasoning_budget,

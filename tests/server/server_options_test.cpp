@@ -1,6 +1,8 @@
 // Tests of ninfer-serve's flags: defaults, the seed's command line, bad values (exit 2, flag named), gates.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "server/http_server.h"
 #include "server/serve_options.h"
 
@@ -114,6 +116,27 @@ TEST(ServeOptions, BadValuesExitTwoAndNameTheFlag) {
   expect_usage_error({"--threads", "-1"}, "--threads");
   expect_usage_error({"--host", ""}, "--host");
   expect_usage_error({"--no-such-flag"}, "--no-such-flag");
+}
+
+void set_env(const char* name, const char* value) {
+#ifdef _WIN32
+  _putenv_s(name, value ? value : "");
+#else
+  if (value) ::setenv(name, value, 1);
+  else ::unsetenv(name);
+#endif
+}
+
+TEST(ServeOptions, ApiKeyFromTheEnvironment) {
+  set_env("NINFER_API_KEY", "env-key");
+  ParsedServeOptions r = parse({});
+  ParsedServeOptions flag = parse({"--api-key", "flag-key"});
+  set_env("NINFER_API_KEY", nullptr);
+  ASSERT_TRUE(r.options) << r.message;
+  EXPECT_EQ(r.options->api_keys, (std::vector<std::string>{"env-key"}));
+  ASSERT_TRUE(flag.options) << flag.message;
+  EXPECT_EQ(flag.options->api_keys, (std::vector<std::string>{"flag-key"}));  // the flag wins
+  EXPECT_TRUE(parse({}).options->api_keys.empty());
 }
 
 TEST(ServeOptions, NoModelAtAll) {
