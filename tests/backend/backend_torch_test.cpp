@@ -92,8 +92,10 @@ TEST_P(TorchOps, GatedDeltaNetLayer) {
     HostTensor out({T, nv, dv}), state({1, nv, dk, dv});
     be->gated_delta_rule(out.view(), qs.view(), kl2.view(), vv, g_want.view(), beta_want.view(), state.view(),
                          SeqBatch{q_start, slot}, algo);
-    expect_close(out, load(op, "delta_out_chunked"), 2e-5, "delta rule out, algo " + std::to_string(int(algo)));
-    expect_close(state, load(op, "delta_state_chunked"), 2e-5, "delta rule state, algo " + std::to_string(int(algo)));
+    // chunked vs transformers' torch_chunk_gated_delta_rule, recurrent vs its torch_recurrent_gated_delta_rule
+    const std::string form = algo == DeltaRuleAlgo::kChunked ? "chunked" : "recurrent";
+    expect_close(out, load(op, "delta_out_" + form), 2e-5, "delta rule out, " + form);
+    expect_close(state, load(op, "delta_state_" + form), 2e-5, "delta rule state, " + form);
     // continuation segment from the final state (transformers' initial_state)
     HostTensor cq = load(op, "cont_q"), ck = load(op, "cont_k"), cv = load(op, "cont_v");
     HostTensor cg = load(op, "cont_g"), cb = load(op, "cont_beta");

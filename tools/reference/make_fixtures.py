@@ -375,6 +375,7 @@ def dump_gdn(la, xn, r: Recorder) -> torch.Tensor:
                                                         use_qk_l2norm_in_kernel=True)
     assert rel_err(o_chunk, o_rec) < 1e-4 and rel_err(s_chunk, s_rec) < 1e-4
     r("delta_out_chunked", o_chunk[0]); r("delta_state_chunked", s_chunk[0])      # [T,nv,dv], [nv,dk,dv]
+    r("delta_out_recurrent", o_rec[0]); r("delta_state_recurrent", s_rec[0])
     # a second segment continuing from the state: exercises initial_state
     T2 = 37
     q2, k2, v2 = (t[:, :T2].flip(1).contiguous() for t in (q, k, v))
