@@ -425,6 +425,26 @@ TEST_P(BackendOps, GatedDeltaRuleBothFormsMatchReference) {
   }
 }
 
+TEST_P(BackendOps, GatedDeltaRuleHugeDecaysStayFinite) {
+  const DeltaCase c{{0, 80}, 1, 2, 16, 16, -0.5f, 0.0f};
+  DeltaData d0 = make_delta_data(c, rng, true);
+  d0.g.values[10] = -1e30f;  // a head that forgets everything at token 5
+  d0.g.values[70] = -INFINITY;
+  d0.g.values[71] = -3000.0f;
+  const std::vector<int32_t> slot{1};
+  ref::Vec st(d0.state.values.begin() + c.nv * c.dk * c.dv, d0.state.values.begin() + 2 * c.nv * c.dk * c.dv);
+  const ref::Vec want = ref::delta_rule(d0.q.values, d0.k.values, d0.v.values, d0.g.values, d0.beta.values, st, 80,
+                                        c.nk, c.nv, c.dk, c.dv);
+  for (DeltaRuleAlgo algo : {DeltaRuleAlgo::kRecurrent, DeltaRuleAlgo::kChunked}) {
+    DeltaData d = d0;
+    HostTensor out({80, c.nv, c.dv});
+    be->gated_delta_rule(out.view(), d.q.view(), d.k.view(), d.v.view(), d.g.view(), d.beta.view(), d.state.view(),
+                         SeqBatch{c.q_start, slot}, algo);
+    for (float v : out.values) ASSERT_TRUE(std::isfinite(v)) << int(algo);
+    EXPECT_LT(rel_err(out.values, want), 2e-5) << int(algo);
+  }
+}
+
 TEST_P(BackendOps, GatedDeltaRulePrefillThenDecodeEqualsWhole) {
   const DeltaCase c{{0, 140}, 2, 4, 16, 24, -0.5f, 0.0f};
   DeltaData d0 = make_delta_data(c, rng, false);

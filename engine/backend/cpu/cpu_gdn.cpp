@@ -130,9 +130,11 @@ void delta_chunked(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0,
     auto krow = [&](int64_t i) { return static_cast<const float*>(a.k->at(c0 + i, kh)); };
     auto vrow = [&](int64_t i) { return static_cast<const float*>(a.v->at(c0 + i, h)); };
     auto beta = [&](int64_t i) { return static_cast<const float*>(a.beta->at(c0 + i))[h]; };
+    // g is clamped at −1000: exp(−1000) is already 0 in f32 and f64, and the clamp keeps γ_i − γ_j exact for
+    // huge or infinite decays (−inf − −inf would be NaN).
     double acc = 0.0;
     for (int64_t i = 0; i < L; ++i) {
-      acc += static_cast<const float*>(a.g->at(c0 + i))[h];
+      acc += std::max(-1000.0, double(static_cast<const float*>(a.g->at(c0 + i))[h]));
       gam[i] = acc;
     }
     // U_i = β_i v_i − Σ_{j<i} A_ij U_j;  W_i = β_i e^{γ_i} k_i − Σ_{j<i} A_ij W_j   (forward substitution)
