@@ -4,8 +4,8 @@
 
 namespace ninfer::server {
 
-nlohmann::json ApiError::to_json() const {
-  nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+nlohmann::ordered_json ApiError::to_json() const {
+  nlohmann::ordered_json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
   if (param) e["param"] = *param;
   if (code) e["code"] = *code;
   return {{"error", std::move(e)}};

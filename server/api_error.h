@@ -16,7 +16,7 @@ struct ApiError {
   std::optional<std::string> param; // the request field concerned
   std::optional<std::string> code;  // invalid_type | context_length_exceeded | …
 
-  nlohmann::json to_json() const;   // {"error":{...}} with nulls for missing param/code
+  nlohmann::ordered_json to_json() const;  // {"error":{message, type, param, code}}, nulls when missing
   std::string body() const { return to_json().dump(); }
 };
 

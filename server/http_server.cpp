@@ -35,9 +35,9 @@ using Res = httplib::Response;
 
 constexpr const char* kJson = "application/json";
 
-void send_json(Res& res, const json& body, int status = 200) {
+void send_json(Res& res, const nlohmann::ordered_json& body, int status = 200) {
   res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), kJson);
+  res.set_content(body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace), kJson);
 }
 
 void send_error(Res& res, const ApiError& e) {
@@ -242,7 +242,7 @@ void HttpServer::Impl::install_routes() {
   svr.Get("/health", guarded([this](const Req&, Res& res) {
     if (!engine.ready()) {
       ApiError e = service_unavailable("The model is loading.", "model_loading");
-      json body = e.to_json();
+      nlohmann::ordered_json body = e.to_json();
       body["status"] = "loading";
       send_json(res, body, 503);
       return;
@@ -465,7 +465,7 @@ void HttpServer::Impl::serve_stream(Res& res, const Prepared& p, const ResponseH
           auto chunks = chat ? chat_delta_chunks(head, d, logprobs, usage)
                              : completion_delta_chunks(head, d, logprobs, usage, st->text_offset);
           if (!chat) st->text_offset += d.text.size();
-          for (const json& c : chunks) buf += sse_data(c);
+          for (const auto& c : chunks) buf += sse_data(c);
         }
         bool end = false;
         if (pending.final) {

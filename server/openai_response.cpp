@@ -4,7 +4,7 @@
 
 namespace ninfer::server {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 void CollectedOutput::add(const Delta& d) {
   (d.channel == Channel::kReasoning ? reasoning : content) += d.text;

@@ -38,37 +38,38 @@ std::optional<double> decode_tok_s(const FinalResult& r) {
   return static_cast<double>(r.completion_tokens - 1) / r.timings.decode_s;
 }
 
-json timings_json(const FinalResult& r) {
+nlohmann::ordered_json timings_json(const FinalResult& r) {
+  using oj = nlohmann::ordered_json;
   const Timings& t = r.timings;
   const int64_t prompt_n = r.prompt_tokens - r.cached_tokens;
   const double prompt_ms = t.prefill_s * 1e3;
   const double predicted_ms = t.decode_s * 1e3;
-  json j = {
+  oj j = {
       {"queue_s", t.queue_s},
       {"prefill_s", t.prefill_s},
       {"decode_s", t.decode_s},
       {"ttft_s", t.ttft_s},
       {"total_s", t.total_s},
-      {"prefill_tok_s", opt(prefill_tok_s(r))},
-      {"decode_tok_s", opt(decode_tok_s(r))},
+      {"prefill_tok_s", opt<oj>(prefill_tok_s(r))},
+      {"decode_tok_s", opt<oj>(decode_tok_s(r))},
       {"stop_reason", stop_reason_name(r.stop_reason)},
       // llama.cpp names
       {"cache_n", r.cached_tokens},
       {"prompt_n", prompt_n},
       {"prompt_ms", prompt_ms},
-      {"prompt_per_token_ms", prompt_n > 0 ? json(prompt_ms / prompt_n) : json(nullptr)},
-      {"prompt_per_second", prompt_ms > 0 ? json(prompt_n * 1e3 / prompt_ms) : json(nullptr)},
+      {"prompt_per_token_ms", prompt_n > 0 ? oj(prompt_ms / prompt_n) : oj(nullptr)},
+      {"prompt_per_second", prompt_ms > 0 ? oj(prompt_n * 1e3 / prompt_ms) : oj(nullptr)},
       {"predicted_n", r.completion_tokens},
       {"predicted_ms", predicted_ms},
       {"predicted_per_token_ms",
-       r.completion_tokens > 0 ? json(predicted_ms / r.completion_tokens) : json(nullptr)},
+       r.completion_tokens > 0 ? oj(predicted_ms / r.completion_tokens) : oj(nullptr)},
       {"predicted_per_second",
-       predicted_ms > 0 ? json(r.completion_tokens * 1e3 / predicted_ms) : json(nullptr)},
+       predicted_ms > 0 ? oj(r.completion_tokens * 1e3 / predicted_ms) : oj(nullptr)},
   };
   if (r.spec) {
     j["draft_n"] = r.spec->drafted;
     j["draft_n_accepted"] = r.spec->accepted;
-    j["spec"] = spec_json(*r.spec);
+    j["spec"] = spec_json<oj>(*r.spec);
   }
   return j;
 }

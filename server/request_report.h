@@ -19,7 +19,7 @@ std::optional<double> decode_tok_s(const FinalResult& r);
 // The `timings` object of responses: the JSONL figures plus llama.cpp's names (prompt_n, cache_n,
 // prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms,
 // predicted_per_token_ms, predicted_per_second, draft_n, draft_n_accepted when speculating).
-nlohmann::json timings_json(const FinalResult& r);
+nlohmann::ordered_json timings_json(const FinalResult& r);
 
 // Everything one JSONL line says about a finished (or failed, or cancelled) request.
 struct RequestRecord {

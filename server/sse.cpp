@@ -7,6 +7,10 @@ std::string sse_data(const nlohmann::json& payload) {
   return "data: " + payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
 }
 
+std::string sse_data(const nlohmann::ordered_json& payload) {
+  return "data: " + payload.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n\n";
+}
+
 std::string sse_done() { return "data: [DONE]\n\n"; }
 
 std::string sse_comment(std::string_view text) {

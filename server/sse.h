@@ -12,6 +12,7 @@ inline constexpr const char* kSseContentType = "text/event-stream";
 
 // "data: <compact json>\n\n". The JSON dump never contains a raw newline (strings escape them).
 std::string sse_data(const nlohmann::json& payload);
+std::string sse_data(const nlohmann::ordered_json& payload);
 // "data: [DONE]\n\n", the end of every OpenAI stream.
 std::string sse_done();
 // ": <text>\n\n", a comment line clients ignore; sent while the engine is silent so a client that
