@@ -53,10 +53,22 @@ bool flag(const json& j, const char* key, bool dflt) {
 void check_byte_level(const json& j, const char* where, bool allow_regex_default) {
   if (field_type(j, "type") != "ByteLevel")
     fail(ErrorKind::kUnsupported, "tokenizer.json: {} must be ByteLevel, got {}", where, j.dump().substr(0, 200));
+  // HF's ByteLevel decoder maps characters back to bytes and ignores add_prefix_space and use_regex (they are
+  // pre-tokenizer settings that transformers' save_pretrained copies onto the decoder).
+  if (std::string_view(where) == "decoder") return;
   if (flag(j, "add_prefix_space", false))
     fail(ErrorKind::kUnsupported, "tokenizer.json: {} ByteLevel add_prefix_space=true is not supported", where);
   if (!allow_regex_default && flag(j, "use_regex", true))
     fail(ErrorKind::kUnsupported, "tokenizer.json: {} ByteLevel use_regex=true is not supported", where);
+}
+
+// transformers' save_pretrained adds TemplateProcessing {single: [A], pair: [A, B], no special tokens}: it adds
+// nothing to an encoding, so it is accepted as no post-processor at all.
+bool is_identity_template(const json& p) {
+  if (field_type(p, "type") != "TemplateProcessing") return false;
+  if (p.contains("special_tokens") && p["special_tokens"].is_object() && !p["special_tokens"].empty()) return false;
+  const json single = p.value("single", json::array());
+  return single.is_array() && single.size() == 1 && single[0].contains("Sequence");
 }
 
 void check_normalizer(const json& n, bool* nfc) {
@@ -144,7 +156,8 @@ Tokenizer Tokenizer::from_json(std::string_view text) {
   check_pre_tokenizer(doc["pre_tokenizer"]);
   if (!doc.contains("decoder")) fail(ErrorKind::kCorrupt, "tokenizer.json: no decoder");
   check_byte_level(doc["decoder"], "decoder", true);
-  if (doc.contains("post_processor") && !doc["post_processor"].is_null())
+  if (doc.contains("post_processor") && !doc["post_processor"].is_null() &&
+      !is_identity_template(doc["post_processor"]))
     check_byte_level(doc["post_processor"], "post_processor", true);
 
   if (!model.contains("vocab") || !model["vocab"].is_object())

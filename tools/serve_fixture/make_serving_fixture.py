@@ -69,7 +69,7 @@ def main():
     hf_tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     hf_tok.chat_template = template
     hf_tok.save_pretrained(model_dir)
-    raw.save(os.path.join(model_dir, "tokenizer.json"))  # the tokenizers file itself, without transformers' additions
+    # tokenizer.json as transformers writes it (with its no-op TemplateProcessing post-processor): what users have.
     with open(os.path.join(model_dir, "chat_template.jinja"), "w", encoding="utf-8") as f:
         f.write(template)
 
