@@ -180,6 +180,11 @@ class RequestBridge final : public RequestObserver {
   std::string matched_;
 };
 
+// OpenAI's effort levels; "xhigh" (valid OpenAI input) runs with the high budget.
+ReasoningEffort effort_of(const std::string& effort) {
+  return effort == "xhigh" ? ReasoningEffort::kHigh : parse_reasoning_effort(effort);
+}
+
 ninfer::SamplingParams to_engine(const server::SamplingParams& s) {
   ninfer::SamplingParams e;
   e.greedy = s.greedy;
@@ -228,7 +233,7 @@ EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) co
   ChatOptions opt;
   opt.enable_thinking = r.enable_thinking;
   if (r.reasoning_effort) {
-    auto resolved = resolve_reasoning(parse_reasoning_effort(*r.reasoning_effort), config_.budgets);
+    auto resolved = resolve_reasoning(effort_of(*r.reasoning_effort), config_.budgets);
     if (resolved.enable_thinking) opt.enable_thinking = resolved.enable_thinking;
   }
   RenderedPrompt rendered = template_.render(messages, nlohmann::ordered_json::array(), opt);
@@ -241,21 +246,25 @@ EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) co
 SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) {
   SubmitResult out;
   Prompt prompt;
+  std::optional<int64_t> budget = request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
   try {
     prompt = build_prompt(request);
+    // The effort's budget, capped by the server-wide --reasoning-budget (request.reasoning_budget carries it).
+    if (request.reasoning_effort) {
+      auto resolved = resolve_reasoning(effort_of(*request.reasoning_effort), config_.budgets);
+      if (resolved.budget_tokens) budget = budget ? std::min<int64_t>(*budget, *resolved.budget_tokens) : *resolved.budget_tokens;
+    }
   } catch (const Error& e) {
-    return {0, RejectKind::kInvalid, e.what(), request.kind == PromptKind::kChat ? "messages" : "prompt", 0};
+    std::string param = request.kind == PromptKind::kChat ? "messages" : "prompt";
+    if (request.reasoning_effort && std::string(e.what()).find("reasoning_effort") != std::string::npos)
+      param = "reasoning_effort";
+    return {0, RejectKind::kInvalid, e.what(), param, 0};
   }
   EngineRequest er;
   er.prompt = prompt.ids;
   er.sampling = to_engine(request.sampling);
   er.max_tokens = request.max_tokens.value_or(0);
   er.stop_ids = config_.stop_ids;
-  std::optional<int64_t> budget = request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
-  if (request.reasoning_effort && !request.reasoning_budget) {
-    auto resolved = resolve_reasoning(parse_reasoning_effort(*request.reasoning_effort), config_.budgets);
-    if (resolved.budget_tokens) budget = *resolved.budget_tokens;
-  }
   if (budget && prompt.opened_reasoning)
     er.controller = std::make_shared<BudgetController>(tokenizer_, static_cast<int32_t>(*budget), true);
   auto bridge = std::make_shared<RequestBridge>(engine_, tokenizer_, std::move(sink), request, prompt, config_.stop_ids);

@@ -43,7 +43,7 @@ constexpr FeatureGate kGates[] = {
     {"--kv-dtype int8", "the int8 KV cache",
      [](const ServeOptions& o) { return o.kv_dtype == KvDtype::kInt8; }, false},
     {"--reasoning-budget", "the reasoning budget",
-     [](const ServeOptions& o) { return o.reasoning_budget.has_value(); }, false},
+     [](const ServeOptions& o) { return o.reasoning_budget.has_value(); }, true},
 };
 
 bool parse_int64(std::string_view s, int64_t& out) {

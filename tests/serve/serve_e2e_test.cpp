@@ -198,5 +198,39 @@ TEST_F(ServeE2E, StopStringsEndTheAnswerAndJsonlHasOneLinePerRequest) {
   EXPECT_TRUE(saw_stop_string);
 }
 
+TEST_F(ServeE2E, ReasoningBudgetClosesTheThinkBlockAndTheAnswerFollows) {
+  // A second front end on the same engine, with --reasoning-budget 5.
+  server::EngineServiceConfig sc;
+  sc.info.name = "serve-fixture";
+  sc.info.max_context = 1024;
+  sc.stop_ids = server::default_stop_ids(s_->artifact->metadata()["generation"], *s_->tokenizer);
+  sc.default_reasoning_budget = 5;
+  server::EngineService service(*s_->engine, *s_->tokenizer,
+                                ChatTemplate::from_template_text(s_->artifact->metadata()["chat_template"].get<std::string>()),
+                                sc);
+  server::HttpServerConfig hc;
+  hc.port = 0;
+  server::HttpServer http(hc, service);
+  int port = http.start();
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(60, 0);
+  const auto& conv = s_->golden["conversations"][1];
+  nlohmann::json body = {{"model", "serve-fixture"}, {"messages", conv["messages"]}, {"max_tokens", 24}, {"temperature", 0}};
+  auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto r = nlohmann::json::parse(res->body);
+  const int64_t reasoning = r["usage"]["completion_tokens_details"]["reasoning_tokens"];
+  const int64_t completion = r["usage"]["completion_tokens"];
+  // 5 budget tokens, then the forced "\n</think>\n\n" (its newline and </think> still count as reasoning).
+  EXPECT_GE(reasoning, 5);
+  EXPECT_LE(reasoning, 8);
+  EXPECT_GT(completion, reasoning) << "the answer continues after the forced </think>";
+  // Without the budget the same request reasons for all 24 tokens.
+  auto full = post("/v1/chat/completions", body);
+  EXPECT_EQ(full["usage"]["completion_tokens_details"]["reasoning_tokens"], 24);
+  http.stop();
+}
+
 }  // namespace
 }  // namespace ninfer
