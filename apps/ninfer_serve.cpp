@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
+#include <atomic>
 
 #include <spdlog/spdlog.h>
 
@@ -16,6 +18,7 @@
 #include "engine/runtime/memory_plan.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/deferred_engine.h"
 #include "server/engine_service.h"
 #include "server/http_server.h"
 #include "server/serve_options.h"
@@ -79,31 +82,51 @@ int main(int argc, char** argv) {
         config, {.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
                  .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
                  .available_bytes = ninfer::host_available_bytes()});
-    ninfer::Engine engine(artifact, config, eo);
-    double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    spdlog::info("artifact {} ({} bytes) loaded in {:.2f} s: {} {} layers ({} linear attention, {} full attention), "
-                 "hidden {}, vocab {}", artifact.path(), artifact.file_bytes(), load_s,
-                 ninfer::architecture_name(config.arch), config.num_layers, config.num_linear_attention_layers(),
-                 config.num_full_attention_layers(), config.hidden_size, config.vocab_size);
-    spdlog::info("backend {}; devices: {}", engine.backend_name(), ninfer::describe(ninfer::probe_devices()));
-    spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
-                 ninfer::host_available_bytes() / (1024.0 * 1024.0));
-
-    ninfer::server::EngineServiceConfig sc;
-    sc.info.name = opt.served_model_name.empty() ? model_name_of(opt.model) : opt.served_model_name;
-    sc.info.max_context = eo.max_context;
-    sc.info.created = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::file_clock::to_sys(std::filesystem::last_write_time(ninfer::path_from_utf8(opt.model)))
-                              .time_since_epoch())
-                          .count();
-    const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
-    sc.info.default_sampling = ninfer::server::default_sampling(gen);
-    sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
-                        engine.memory().kv_tokens, opt.prefix_reuse, opt.tp, opt.max_concurrency, "none", 0};
-    sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
-    sc.default_reasoning_budget = opt.reasoning_budget;
-    ninfer::server::EngineService service(engine, tokenizer, chat, sc);
-    return ninfer::server::run_server(opt, service);
+    // The server listens (GET /health: 503) while the engine is built and the weights are paged in.
+    ninfer::server::DeferredEngine port;
+    std::unique_ptr<ninfer::Engine> engine;
+    std::unique_ptr<ninfer::server::EngineService> service;
+    std::atomic<bool> load_failed{false}, serving_done{false};
+    std::thread loader([&] {
+      try {
+        engine = std::make_unique<ninfer::Engine>(artifact, config, eo);
+        double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        spdlog::info("artifact {} ({} bytes) loaded in {:.2f} s: {} {} layers ({} linear attention, {} full "
+                     "attention), hidden {}, vocab {}", artifact.path(), artifact.file_bytes(), load_s,
+                     ninfer::architecture_name(config.arch), config.num_layers, config.num_linear_attention_layers(),
+                     config.num_full_attention_layers(), config.hidden_size, config.vocab_size);
+        spdlog::info("backend {}; devices: {}", engine->backend_name(), ninfer::describe(ninfer::probe_devices()));
+        spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
+                     ninfer::host_available_bytes() / (1024.0 * 1024.0));
+        ninfer::server::EngineServiceConfig sc;
+        sc.info.name = opt.served_model_name.empty() ? model_name_of(opt.model) : opt.served_model_name;
+        sc.info.max_context = eo.max_context;
+        sc.info.created = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::file_clock::to_sys(std::filesystem::last_write_time(ninfer::path_from_utf8(opt.model)))
+                                  .time_since_epoch())
+                              .count();
+        const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
+        sc.info.default_sampling = ninfer::server::default_sampling(gen);
+        sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
+                            engine->memory().kv_tokens, opt.prefix_reuse, opt.tp, opt.max_concurrency, "none", 0};
+        sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
+        sc.default_reasoning_budget = opt.reasoning_budget;
+        service = std::make_unique<ninfer::server::EngineService>(*engine, tokenizer, chat, sc);
+        port.attach(service.get());
+      } catch (const std::exception& e) {
+        spdlog::error("loading failed: {}", e.what());
+        load_failed = true;
+        // run_server may not be waiting yet: keep asking until it has returned.
+        while (!serving_done) {
+          ninfer::server::request_run_server_stop();
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }
+    });
+    int rc = ninfer::server::run_server(opt, port);
+    serving_done = true;
+    loader.join();
+    return load_failed ? 1 : rc;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;
