@@ -1,0 +1,108 @@
+// The embedded default model through the real ninfer-serve binary: no --model, a chat request gets a
+// reasoning block and an answer, and the JSONL line is written.
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/support/test_files.h"
+
+namespace ninfer {
+namespace {
+
+// A port that was free a moment ago (bound to 0 and closed again).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Kills the server if the test ends early (a failed ASSERT), so no process outlives the test.
+struct ChildGuard {
+  pid_t pid = -1;
+  ~ChildGuard() {
+    if (pid > 0) kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
+  }
+};
+
+TEST(DefaultModel, ServesAChatWithReasoningAndContentAndLogsJsonl) {
+  testing::TempDir dir;
+  const std::string jsonl = dir.file("timings.jsonl");
+  const std::string bin = std::string(NINFER_BINARY_DIR) + "/apps/ninfer-serve";
+  const int port = free_port();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  ChildGuard guard;
+  if (pid == 0) {
+    // The reasoning budget makes the answer follow the think block whatever the model would do.
+    std::string p = std::to_string(port);
+    execl(bin.c_str(), bin.c_str(), "--port", p.c_str(), "--log-jsonl", jsonl.c_str(), "--reasoning-budget", "48",
+          "--max-context", "1024", "--threads", "2", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  guard.pid = pid;
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  cli.set_connection_timeout(1, 0);
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "ninfer-serve exited early, status " << status;
+    auto h = cli.Get("/health");
+    ready = h && h->status == 200;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(ready) << "ninfer-serve with the default model did not become ready";
+
+  auto models = cli.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"], "ninfer-tiny");
+
+  nlohmann::json body = {{"model", "ninfer-tiny"},
+                         {"messages", {{{"role", "user"}, {"content", "Write a Python function that reverses a string."}}}},
+                         {"max_tokens", 160},
+                         {"temperature", 0}};
+  auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto r = nlohmann::json::parse(res->body);
+  const auto& msg = r["choices"][0]["message"];
+  ASSERT_TRUE(msg["reasoning_content"].is_string()) << res->body;
+  EXPECT_FALSE(msg["reasoning_content"].get<std::string>().empty()) << res->body;
+  ASSERT_TRUE(msg["content"].is_string()) << res->body;
+  EXPECT_FALSE(msg["content"].get<std::string>().empty()) << res->body;
+
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  guard.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
+  std::ifstream in(jsonl);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line)) << "no JSONL line";
+  auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["request_id"], r["id"]);
+  EXPECT_EQ(j["completion_tokens"], r["usage"]["completion_tokens"]);
+  EXPECT_GT(j["reasoning_tokens"].get<int64_t>(), 0);
+  EXPECT_FALSE(j["empty_content"].get<bool>());
+}
+
+}  // namespace
+}  // namespace ninfer
