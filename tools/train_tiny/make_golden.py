@@ -36,7 +36,19 @@ from model import Qwen3_5MTP  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 GREEDY_TOKENS = 32
-CHAT_PROMPT = [{"role": "user", "content": "Write a Python function `is_prime(n)`: Return True if n is a prime."}]
+# Candidate chat prompts: the first whose 32-token greedy path keeps every top-1 / top-2 logit gap >= MIN_GAP is
+# used (so an engine within 1e-4 relative error cannot flip an argmax on the path).
+CHAT_PROMPTS = [
+    "Write a Python function `is_prime(n)`: Return True if n is a prime.",
+    "Write a Python function `fibonacci(n)`: Return the n-th Fibonacci number.",
+    "Write a Python function `read_lines(path)`: Read a text file and return its lines.",
+    "Continue this Python code from `json/decoder.py`:\n\n```python\ndef _decode_uXXXX(s, pos):\n```",
+    "Write a Python function `clamp(x, lo, hi)`: Limit x to the range [lo, hi].",
+    "Write a Python function `parse_args(argv)`: Parse the command line arguments.",
+    "Continue this C code from `stdio.h`:\n\n```c\nextern int fclose (FILE *__stream);\n```",
+    "Write a Python function `flatten(items)`: Return a flat list of the nested items.",
+]
+MIN_GAP = 0.01
 
 
 class Writer:
@@ -142,8 +154,19 @@ def main():
     lm, mtp = load(args.checkpoint, torch.float32)
     lm64, mtp64 = load(args.checkpoint, torch.float64)
 
-    chat_text = tok.apply_chat_template(CHAT_PROMPT, tokenize=False, add_generation_prompt=True)
-    chat_ids = tok(chat_text, add_special_tokens=False)["input_ids"]
+    best = None
+    for content in CHAT_PROMPTS:
+        text = tok.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                       add_generation_prompt=True)
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        _, sl = greedy(lm, torch.tensor(ids), GREEDY_TOKENS)
+        gap = top2_gap(sl)
+        print(f"candidate {content[:50]!r}: greedy min top-2 gap {gap:.4f}", flush=True)
+        if best is None or gap > best[0]:
+            best = (gap, text, ids)
+        if gap >= MIN_GAP:
+            break
+    _, chat_text, chat_ids = best
     code_ids, code_src = heldout_code_prompt(tok, args.corpus, 72)
     im_start = tok.convert_tokens_to_ids("<|im_start|>")
     prompts = [(chat_ids, "chat template, add_generation_prompt=True", chat_text),
