@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
                      ninfer::architecture_name(config.arch), config.num_layers, config.num_linear_attention_layers(),
                      config.num_full_attention_layers(), config.hidden_size, config.vocab_size);
         spdlog::info("backend {}; devices: {}", engine->backend_name(), ninfer::describe(ninfer::probe_devices()));
+        // Prefix reuse is not built yet: every prompt is prefilled cold, whatever --no-prefix-reuse says, and the
+        // JSONL lines report prefix_reuse=false.
+        if (opt.prefix_reuse) spdlog::info("prefix reuse: not built yet, every prompt is prefilled cold");
         spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
                      ninfer::host_available_bytes() / (1024.0 * 1024.0));
         ninfer::server::EngineServiceConfig sc;
@@ -108,7 +111,7 @@ int main(int argc, char** argv) {
         const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
         sc.info.default_sampling = ninfer::server::default_sampling(gen);
         sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
-                            engine->memory().kv_tokens, opt.prefix_reuse, opt.tp, opt.max_concurrency, "none", 0};
+                            engine->memory().kv_tokens, /*prefix_reuse=*/false, opt.tp, opt.max_concurrency, "none", 0};
         sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
         sc.default_reasoning_budget = opt.reasoning_budget;
         service = std::make_unique<ninfer::server::EngineService>(*engine, tokenizer, chat, sc);
