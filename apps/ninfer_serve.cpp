@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   try {
     spdlog::info("ninfer-serve {} {}", NINFER_VERSION, ninfer::server::describe(opt));
     auto t0 = std::chrono::steady_clock::now();
-    ninfer::Artifact artifact = ninfer::Artifact::open(opt.model);
+    ninfer::Artifact artifact = ninfer::Artifact::open(opt.model, {.verify_checksums = opt.verify});
     ninfer::ModelConfig config = ninfer::load_model_config(artifact);
     auto tokenizer_json = artifact.blob("tokenizer.json");
     if (!tokenizer_json)

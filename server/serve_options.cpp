@@ -102,6 +102,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   int64_t reasoning_budget = -1;
   int draft_tokens = 0;
   bool no_prefix_reuse = false;
+  bool verify = false;
 
   CLI::App app{"ninfer-serve: OpenAI-compatible LLM inference server (docs/cli.md, docs/api.md)",
                "ninfer-serve"};
@@ -131,6 +132,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   auto* devices_opt = app.add_option(
       "--devices", devices, "Comma-separated device ordinals, one per --tp rank [default: 0..tp-1]");
   app.add_flag("--no-prefix-reuse", no_prefix_reuse, "Do not reuse cached prompt prefixes (cold prefill)");
+  app.add_flag("--verify", verify, "Check every tensor checksum of the artifact at load (header checks always run)");
   app.add_flag("--greedy", o.greedy, "Greedy (argmax) decoding for every request");
   app.add_option("--spec", spec, "Speculative decoding method")
       ->capture_default_str()
@@ -200,6 +202,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                                      o.devices.size(), o.tp));
   }
   o.prefix_reuse = !no_prefix_reuse;
+  o.verify = verify;
   if (*draft_opt) {
     if (o.spec == SpecMethod::kNone)
       return usage_error("--draft-tokens: needs --spec mtp or --spec dflash2");
@@ -238,6 +241,7 @@ std::string describe(const ServeOptions& o) {
                    o.max_concurrency, o.tp);
   if (!o.devices.empty()) s += fmt::format(" --devices {}", fmt::join(o.devices, ","));
   if (!o.prefix_reuse) s += " --no-prefix-reuse";
+  if (o.verify) s += " --verify";
   if (o.greedy) s += " --greedy";
   s += fmt::format(" --spec {}", spec_method_name(o.spec));
   if (o.draft_tokens) s += fmt::format(" --draft-tokens {}", *o.draft_tokens);

@@ -29,6 +29,7 @@ struct ServeOptions {
   int tp = 1;                              // --tp: tensor-parallel ranks
   std::vector<int> devices;                // --devices 0,1: one device per tp rank (unset = 0..tp-1)
   bool prefix_reuse = true;                // --no-prefix-reuse turns it off
+  bool verify = false;                     // --verify: hash every tensor at load
   bool greedy = false;                     // --greedy: argmax for every request
   SpecMethod spec = SpecMethod::kNone;     // --spec
   std::optional<int> draft_tokens;         // --draft-tokens K: unset = the drafter's default

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <string>
 #include <fstream>
 #include <thread>
 
@@ -102,6 +103,22 @@ TEST(DefaultModel, ServesAChatWithReasoningAndContentAndLogsJsonl) {
   EXPECT_EQ(j["completion_tokens"], r["usage"]["completion_tokens"]);
   EXPECT_GT(j["reasoning_tokens"].get<int64_t>(), 0);
   EXPECT_FALSE(j["empty_content"].get<bool>());
+}
+
+TEST(DefaultModel, VerifyNamesTheCorruptTensorAndRefusesToStart) {
+  testing::TempDir dir;
+  std::string art = testing::read_file(std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer");
+  art[art.size() - 100] ^= 0x5a;  // inside the last tensor's bytes
+  const std::string path = dir.file("corrupt.ninfer"), log = dir.file("log.txt");
+  testing::write_file(path, art);
+  const std::string bin = std::string(NINFER_BINARY_DIR) + "/apps/ninfer-serve";
+  // Without --verify the header checks pass; with it the checksum mismatch stops the start.
+  int rc = std::system((bin + " --verify --model " + path + " --port 1 > " + log + " 2>&1").c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1) << rc;
+  std::string out = testing::read_file(log);
+  EXPECT_NE(out.find("checksum mismatch"), std::string::npos) << out;
+  EXPECT_NE(out.find(path), std::string::npos) << out;
+  EXPECT_NE(out.find("tensor '"), std::string::npos) << out;
 }
 
 }  // namespace
