@@ -27,24 +27,8 @@ std::vector<T> tiny_read(const nlohmann::json& entry) {
   return v;
 }
 
-struct TinyModel {
-  TinyModel() {
-    artifact = std::make_unique<Artifact>(Artifact::open(kTinyArtifact));
-    config = load_model_config(*artifact);
-    backend = make_cpu_backend({.threads = 2});
-    model = std::make_unique<Model>(config, ModelWeights::bind(*artifact, config), *backend);
-    kv = std::make_unique<KvCache>(*backend, config,
-                                   KvCacheConfig{.block_size = 16, .num_blocks = 64, .dtype = DType::kF32});
-    state = std::make_unique<LinearStateCache>(*backend, config, 4);
-    runner = std::make_unique<ModelRunner>(*model, *kv, *state);
-  }
-  std::unique_ptr<Artifact> artifact;
-  ModelConfig config;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<KvCache> kv;
-  std::unique_ptr<LinearStateCache> state;
-  std::unique_ptr<ModelRunner> runner;
+struct TinyModel : testing::ReferenceModel {
+  TinyModel() : ReferenceModel(Packed{kTinyArtifact}) {}
 };
 
 TEST(NinferTiny, LogitsMatchTransformersInF32) {

@@ -49,7 +49,15 @@ int32_t ReferenceModel::argmax(std::span<const float> row) {
 ReferenceModel::ReferenceModel(const std::string& model_name, DType kv_dtype, int threads) : name(model_name) {
   std::string out = dir.file(name + ".ninfer");
   pack_hf_checkpoint({.hf_dir = kRoot + "models/" + name, .output = out, .show_progress = false});
-  artifact = std::make_unique<Artifact>(Artifact::open(out));
+  load(out, kv_dtype, threads);
+}
+
+ReferenceModel::ReferenceModel(const Packed& artifact_file, DType kv_dtype, int threads) : name(artifact_file.path) {
+  load(artifact_file.path, kv_dtype, threads);
+}
+
+void ReferenceModel::load(const std::string& path, DType kv_dtype, int threads) {
+  artifact = std::make_unique<Artifact>(Artifact::open(path));
   config = load_model_config(*artifact);
   backend = make_cpu_backend({.threads = threads});
   model = std::make_unique<Model>(config, ModelWeights::bind(*artifact, config), *backend);

@@ -25,6 +25,11 @@ double rel_err(std::span<const float> a, std::span<const float> b);
 // Packs models/<name> with ninfer-pack's engine code, opens it and builds the CPU engine pieces.
 struct ReferenceModel {
   explicit ReferenceModel(const std::string& name, DType kv_dtype = DType::kF32, int threads = 2);
+  // An artifact that is already packed (e.g. the shipped models/ninfer-tiny.ninfer).
+  struct Packed {
+    std::string path;
+  };
+  explicit ReferenceModel(const Packed& artifact, DType kv_dtype = DType::kF32, int threads = 2);
 
   // Greedy next token of the given logits row (lowest id wins a tie, as torch.argmax).
   static int32_t argmax(std::span<const float> row);
@@ -38,6 +43,9 @@ struct ReferenceModel {
   std::unique_ptr<KvCache> kv;
   std::unique_ptr<LinearStateCache> state;
   std::unique_ptr<ModelRunner> runner;
+
+ private:
+  void load(const std::string& artifact_path, DType kv_dtype, int threads);
 };
 
 }  // namespace ninfer::testing

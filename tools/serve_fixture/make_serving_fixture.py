@@ -3,7 +3,7 @@
 BPE tokenizer and the official Qwen3.5 chat template, plus what transformers generates from it for a few chat
 requests, so the C++ server test compares the HTTP answer with an independent implementation.
 
-The tokenizer is trained with HF `tokenizers` (byte-level BPE, vocab 512) on this file's own text, with the Qwen3.5
+The tokenizer is trained with HF `tokenizers` (byte-level BPE, vocab 512) on the committed Qwen3.5 template text, with the Qwen3.5
 pre-tokenizer (Split regex + ByteLevel), NFC, and the Qwen special tokens. The model is a transformers
 Qwen3_5ForCausalLM with random weights (seeded), vocab 512. Golden: for each conversation, the prompt ids from
 apply_chat_template + the tokenizer, and 24 greedy tokens from model.generate (no eos stop), decoded.
@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers, Regex
@@ -22,8 +23,8 @@ from transformers import PreTrainedTokenizerFast, Qwen3_5ForCausalLM, Qwen3_5Tex
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-QWEN35_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*"
-                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+sys.path.insert(0, os.path.join(ROOT, "tools", "tokenizer"))
+from make_tokenizer_json import QWEN35_PATTERN  # noqa: E402  (one definition of the Qwen3.5 split regex)
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 PLAIN_ADDED = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
 VOCAB = 512
@@ -44,7 +45,10 @@ def build_tokenizer():
     tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     trainer = trainers.BpeTrainer(vocab_size=VOCAB - len(SPECIAL) - len(PLAIN_ADDED), show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[])
-    corpus = open(__file__, encoding="utf-8").read().splitlines() * 3
+    # A fixed corpus (the committed chat template and the conversations), so editing this script does not
+    # change the fixture.
+    template = open(os.path.join(ROOT, "tools/tokenizer/templates/qwen35.jinja"), encoding="utf-8").read()
+    corpus = (template.splitlines() + [m["content"] for conv in CONVERSATIONS for m in conv]) * 3
     tok.train_from_iterator(corpus, trainer=trainer)
     tok.add_special_tokens(SPECIAL)
     tok.add_tokens(PLAIN_ADDED)
