@@ -8,6 +8,7 @@ uses for NVFP4 weights. Per tensor it writes raw little-endian files:
   <name>.codes.u8     packed E2M1 codes [rows, cols/2] (ModelOpt `weight`)
   <name>.scales.u8    E4M3 block scales [rows, cols/16] (ModelOpt `weight_scale`, raw bytes)
   <name>.dequant.f32  NVFP4QTensor.dequantize(...) in f32
+  <name>.ct_codes.u8, <name>.ct_scales.u8  the same from compressed-tensors' NVFP4 preset, when installed
 and index.json with the shapes, weight_scale_2 (f32 bits) and file names. It also writes torch's own
 E4M3 decode table (all 256 codes), torch float8_e4m3fn casts of probe values, and ModelOpt's _cast_fp4 of
 E2M1 probe values (ties and their float neighbours).
@@ -24,11 +25,47 @@ import torch
 import modelopt
 from modelopt.torch.quantization.qtensor.nvfp4_tensor import NVFP4QTensor
 
+try:  # optional cross-check with compressed-tensors (its own convention; see docs/nvfp4.md)
+    from compressed_tensors.compressors.nvfp4.helpers import pack_fp4_to_uint8
+    from compressed_tensors.quantization.lifecycle.forward import quantize as ct_quantize
+    from compressed_tensors.quantization.quant_scheme import NVFP4 as CT_NVFP4
+    from compressed_tensors.quantization.utils.helpers import calculate_qparams, generate_gparam
+    import compressed_tensors
+except ImportError:
+    compressed_tensors = None
+
 OUT = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "quant"
 
 
 def f32_bits(x: float) -> int:
     return int(np.array([x], dtype=np.float32).view(np.uint32)[0])
+
+
+def compressed_tensors_compare(name, w, codes, scales, scale_2):
+    """Quantizes w with compressed-tensors' NVFP4 preset and counts agreement with ModelOpt's result.
+
+    CT stores the global scale G (a divisor, 2688/amax) where ModelOpt stores S2 = amax/2688, computes
+    the block scale as fp8(G * (amax_b / 6)) instead of fp8(amax_b / (6 * S2)), replaces a zero FP8 scale
+    by 0.125 (ModelOpt: a zero block gets 1.0, and scales are clamped to >= 2^-9 before the cast), and
+    quantizes x / (fp8 / G) instead of x / (fp8 * S2).
+    """
+    x = torch.from_numpy(w.copy())
+    g = generate_gparam(x.min(), x.max())
+    blocks = x.view(x.shape[0], -1, 16)
+    args = CT_NVFP4["weights"]
+    ct_scale, zp = calculate_qparams(blocks.amin(-1), blocks.amax(-1), args, global_scale=g)
+    ct_codes = pack_fp4_to_uint8(ct_quantize(x, ct_scale, zp, args, global_scale=g)).numpy()
+    ct_scales = ct_scale.to(torch.float8_e4m3fn).view(torch.uint8).numpy()
+    ct_codes.astype(np.uint8).tofile(OUT / f"{name}.ct_codes.u8")
+    ct_scales.astype(np.uint8).tofile(OUT / f"{name}.ct_scales.u8")
+    eps_blocks = ct_scales == 0x20  # 0.125: CT's replacement for a zero scale (or a genuine 0.125)
+    return {"codes_equal": int((ct_codes == codes).sum()), "codes": int(codes.size),
+            "scales_equal": int((ct_scales == scales).sum()), "scales": int(scales.size),
+            "scales_differing_where_ct_used_0.125": int(((ct_scales != scales) & eps_blocks).sum()),
+            "code_bytes_differing_in_blocks_with_equal_scales":
+                int(((ct_codes != codes) & np.repeat(ct_scales == scales, 8, axis=1)).sum()),
+            "one_over_global_scale_equals_weight_scale_2": bool(np.float32(1.0) / np.float32(float(g[0])) == np.float32(scale_2)),
+            "global_scale": float(g[0]), "global_scale_bits": f32_bits(float(g[0]))}
 
 
 def tensors():
@@ -93,6 +130,8 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     index = {"generator": "tools/quant/make_nvfp4_fixtures.py", "reference": f"nvidia-modelopt {modelopt.__version__}",
              "torch": torch.__version__, "tensors": []}
+    if compressed_tensors is not None:
+        index["cross_check"] = f"compressed-tensors {compressed_tensors.__version__} (informational counts only)"
     for name, w in tensors().items():
         x = torch.from_numpy(w.copy())
         q, scale, scale_2 = NVFP4QTensor.quantize(x.clone(), 16)
@@ -108,6 +147,8 @@ def main():
         index["tensors"].append({"name": name, "rows": w.shape[0], "cols": w.shape[1],
                                  "weight_scale_2_bits": f32_bits(s2), "weight_scale_2": s2,
                                  "degenerate": bool(not np.isfinite(deq).all())})
+        if compressed_tensors is not None:
+            index["tensors"][-1]["compressed_tensors"] = compressed_tensors_compare(name, w, codes, scales, s2)
 
     # torch's float8_e4m3fn decode of all 256 codes.
     torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn).float().numpy().astype("<f4").tofile(
