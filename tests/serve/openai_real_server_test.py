@@ -1,0 +1,102 @@
+"""The official `openai` Python client against the real ninfer-serve serving the embedded default model.
+
+Run: python tests/serve/openai_real_server_test.py PATH/TO/ninfer-serve
+Checks chat non-stream (reasoning split, usage), streaming with include_usage, completions, models, and the
+error mapping of the real engine (context length, unknown model, api key).
+"""
+import json
+import socket
+import subprocess
+import sys
+import time
+import unittest
+import urllib.request
+
+import openai
+
+SERVER = None
+PORT = None
+KEY = "real-key"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def setUpModule():
+    global SERVER, PORT
+    PORT = free_port()
+    SERVER = subprocess.Popen([sys.argv[1], "--port", str(PORT), "--api-key", KEY, "--max-context", "512",
+                               "--reasoning-budget", "24", "--threads", "2"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except Exception:
+            time.sleep(0.1)
+    raise RuntimeError("ninfer-serve did not become ready")
+
+
+def tearDownModule():
+    SERVER.terminate()
+    SERVER.wait(timeout=30)
+
+
+def client(key=KEY):
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{PORT}/v1", api_key=key, max_retries=0, timeout=60)
+
+
+MESSAGES = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
+
+
+class RealServer(unittest.TestCase):
+    def test_chat_splits_reasoning_and_reports_usage(self):
+        r = client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=64, temperature=0)
+        msg = r.choices[0].message
+        extra = msg.model_extra or {}
+        self.assertTrue(extra.get("reasoning_content"), r)
+        self.assertTrue(msg.content, r)
+        self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens)
+        self.assertGreater(r.usage.completion_tokens_details.reasoning_tokens, 0)
+        self.assertIn(r.choices[0].finish_reason, ("stop", "length"))
+
+    def test_stream_equals_non_stream(self):
+        args = dict(model="ninfer-tiny", messages=MESSAGES, max_tokens=48, temperature=0)
+        whole = client().chat.completions.create(**args)
+        reasoning, content, usage = "", "", None
+        for chunk in client().chat.completions.create(stream=True, stream_options={"include_usage": True}, **args):
+            if chunk.usage:
+                usage = chunk.usage
+            for ch in chunk.choices:
+                d = ch.delta
+                reasoning += (d.model_extra or {}).get("reasoning_content") or ""
+                content += d.content or ""
+        self.assertEqual(reasoning, (whole.choices[0].message.model_extra or {}).get("reasoning_content") or "")
+        self.assertEqual(content, whole.choices[0].message.content or "")
+        self.assertEqual(usage.completion_tokens, whole.usage.completion_tokens)
+
+    def test_completions_and_models(self):
+        r = client().completions.create(model="ninfer-tiny", prompt="def add(a, b):", max_tokens=8, temperature=0)
+        self.assertEqual(r.usage.completion_tokens, 8)
+        self.assertEqual([m.id for m in client().models.list().data], ["ninfer-tiny"])
+
+    def test_errors_map_to_openai_exceptions(self):
+        with self.assertRaises(openai.BadRequestError) as e:
+            client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=100000)
+        self.assertEqual(e.exception.code, "context_length_exceeded")
+        with self.assertRaises(openai.NotFoundError):
+            client().chat.completions.create(model="no-such-model", messages=MESSAGES, max_tokens=4)
+        with self.assertRaises(openai.AuthenticationError):
+            client("wrong-key").chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=4)
+        # and the server still serves
+        r = client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=4)
+        self.assertEqual(r.usage.completion_tokens, 4)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
