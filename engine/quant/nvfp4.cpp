@@ -101,10 +101,9 @@ uint8_t e4m3_encode(float x) {
 
 float nvfp4_weight_scale_2(float amax) { return amax / (kE2M1Max * kE4M3Max); }
 
-void quantize_nvfp4(const float* w, uint64_t rows, uint64_t cols, std::span<std::byte> out) {
-  const Nvfp4Layout layout = checked_layout(rows, cols, out.size(), "quantize_nvfp4");
-  const uint64_t blocks_per_row = cols / kNvfp4BlockSize;
+namespace {
 
+float checked_amax(const float* w, uint64_t rows, uint64_t cols) {
   float amax = 0.0f;
   for (uint64_t r = 0; r < rows; ++r) {
     for (uint64_t c = 0; c < cols; ++c) {
@@ -116,19 +115,25 @@ void quantize_nvfp4(const float* w, uint64_t rows, uint64_t cols, std::span<std:
       amax = std::max(amax, std::fabs(v));
     }
   }
+  return amax;
+}
 
+// Steps 2-4 of the recipe in docs/nvfp4.md. `all_zero` (amax == 0) writes scales 1.0 and codes 0.
+void quantize_with_scale_2(const float* w, uint64_t rows, uint64_t cols, float scale_2, bool all_zero,
+                           std::span<std::byte> out) {
+  const Nvfp4Layout layout = checked_layout(rows, cols, out.size(), "quantize_nvfp4");
+  const uint64_t blocks_per_row = cols / kNvfp4BlockSize;
   std::memset(out.data(), 0, out.size());
   auto* codes = reinterpret_cast<uint8_t*>(out.data());
   auto* scales = reinterpret_cast<uint8_t*>(out.data() + layout.scales_offset);
 
-  const float scale_2 = nvfp4_weight_scale_2(amax);
   const float six_scale_2 = kE2M1Max * scale_2;  // ModelOpt: per_block_amax / (E2M1_MAX * weight_scale_2)
   for (uint64_t r = 0; r < rows; ++r) {
     for (uint64_t b = 0; b < blocks_per_row; ++b) {
       const float* block = w + r * cols + b * kNvfp4BlockSize;
       uint8_t* block_codes = codes + r * (cols / 2) + b * (kNvfp4BlockSize / 2);
       uint8_t& scale_code = scales[r * blocks_per_row + b];
-      if (amax == 0.0f) {
+      if (all_zero) {
         scale_code = e4m3_encode(1.0f);  // every code stays 0 (memset)
         continue;
       }
@@ -150,6 +155,25 @@ void quantize_nvfp4(const float* w, uint64_t rows, uint64_t cols, std::span<std:
   const float input_scale = 0.0f;
   std::memcpy(out.data() + layout.tensor_scale_offset, &scale_2, sizeof(float));
   std::memcpy(out.data() + layout.tensor_scale_offset + 4, &input_scale, sizeof(float));
+}
+
+}  // namespace
+
+void quantize_nvfp4(const float* w, uint64_t rows, uint64_t cols, std::span<std::byte> out) {
+  checked_layout(rows, cols, out.size(), "quantize_nvfp4");
+  const float amax = checked_amax(w, rows, cols);
+  // An all-zero tensor keeps scale_2 = 0 and gets scales 1.0 and codes 0 (ModelOpt would divide 0 by 0).
+  quantize_with_scale_2(w, rows, cols, nvfp4_weight_scale_2(amax), amax == 0.0f, out);
+}
+
+void quantize_nvfp4(const float* w, uint64_t rows, uint64_t cols, float weight_scale_2, std::span<std::byte> out) {
+  if (!std::isfinite(weight_scale_2) || !(weight_scale_2 > 0.0f)) {
+    fail(ErrorKind::kInvalidArgument, "quantize_nvfp4: weight_scale_2 {} for [{}, {}] must be finite and > 0",
+         weight_scale_2, rows, cols);
+  }
+  checked_layout(rows, cols, out.size(), "quantize_nvfp4");
+  checked_amax(w, rows, cols);
+  quantize_with_scale_2(w, rows, cols, weight_scale_2, false, out);
 }
 
 void dequantize_nvfp4(std::span<const std::byte> in, uint64_t rows, uint64_t cols, float* out) {

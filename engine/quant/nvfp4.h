@@ -36,6 +36,10 @@ float nvfp4_weight_scale_2(float amax);
 // kInvalidArgument, naming the element). An all-zero tensor gives weight_scale_2 = 0, scales 1.0, codes 0
 // (ModelOpt produces NaN scales there).
 void quantize_nvfp4(const float* w, uint64_t rows, uint64_t cols, std::span<std::byte> out);
+// The same with a given weight_scale_2 (finite, > 0), e.g. one shared across fused q/k/v or gate/up
+// (ModelOpt passes weights_scaling_factor_2 through the same recipe). A scale_2 below this tensor's
+// amax / 2688 makes block scales clamp at 448 and values saturate at +-6, as in ModelOpt.
+void quantize_nvfp4(const float* w, uint64_t rows, uint64_t cols, float weight_scale_2, std::span<std::byte> out);
 
 // Expands an nvfp4 entry of shape [rows, cols] back to f32: w = e2m1(code) * (e4m3(scale) * weight_scale_2),
 // in that association (ModelOpt's NVFP4QTensor.dequantize; code 0x8 gives +0 as there). `out` holds

@@ -158,6 +158,11 @@ TEST(Nvfp4Quantize, RejectsBadShapesSizesAndNonFiniteValues) {
   EXPECT_THROW(quantize_nvfp4(w.data(), 2, 32, out), Error);
   std::vector<float> back(64);
   EXPECT_THROW(dequantize_nvfp4(short_out, 2, 32, back.data()), Error);
+  w[37] = 1.0f;
+  EXPECT_THROW(quantize_nvfp4(w.data(), 2, 32, 0.0f, out), Error);
+  EXPECT_THROW(quantize_nvfp4(w.data(), 2, 32, -1.0f, out), Error);
+  EXPECT_THROW(quantize_nvfp4(w.data(), 2, 32, NAN, out), Error);
+  EXPECT_NO_THROW(quantize_nvfp4(w.data(), 2, 32, 1.0f / 2688.0f, out));
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ uint32_t bits(float f) {
 TEST(Nvfp4Reference, QuantizedTensorsMatchModelOptBitExactly) {
   const nlohmann::json index = index_json();
   ASSERT_GE(index["tensors"].size(), 8u);
-  uint64_t codes_checked = 0, scales_checked = 0, dequant_checked = 0;
+  uint64_t codes_checked = 0, scales_checked = 0, dequant_checked = 0, given_scale_tensors = 0;
   for (const auto& t : index["tensors"]) {
     const std::string name = t["name"];
     const uint64_t rows = t["rows"], cols = t["cols"];
@@ -53,10 +53,18 @@ TEST(Nvfp4Reference, QuantizedTensorsMatchModelOptBitExactly) {
     const std::array<int64_t, 2> shape = {static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
     const Nvfp4Layout layout = *nvfp4_layout(shape);
     std::vector<std::byte> packed(layout.total_bytes);
-    quantize_nvfp4(w.data(), rows, cols, packed);
+    const uint32_t ref_scale_2_bits = t["weight_scale_2_bits"];
+    if (t["given_weight_scale_2"].get<bool>()) {  // a fused group's shared scale, passed in
+      float given;
+      std::memcpy(&given, &ref_scale_2_bits, 4);
+      quantize_nvfp4(w.data(), rows, cols, given, packed);
+      ++given_scale_tensors;
+    } else {
+      quantize_nvfp4(w.data(), rows, cols, packed);
+    }
     float scale_2;
     std::memcpy(&scale_2, packed.data() + layout.tensor_scale_offset, 4);
-    EXPECT_EQ(bits(scale_2), t["weight_scale_2_bits"].get<uint32_t>());
+    EXPECT_EQ(bits(scale_2), ref_scale_2_bits);
     std::vector<float> deq(rows * cols);
     dequantize_nvfp4(packed, rows, cols, deq.data());
 
@@ -84,6 +92,7 @@ TEST(Nvfp4Reference, QuantizedTensorsMatchModelOptBitExactly) {
     }
   }
   EXPECT_GT(codes_checked, 3000u);
+  EXPECT_EQ(given_scale_tensors, 1u);
   std::printf("bit-exact vs ModelOpt: %llu code bytes, %llu scales, %llu dequantized values\n",
               static_cast<unsigned long long>(codes_checked), static_cast<unsigned long long>(scales_checked),
               static_cast<unsigned long long>(dequant_checked));
@@ -96,7 +105,7 @@ TEST(Nvfp4Reference, QuantizedTensorsAgreeWithCompressedTensorsAfterConversion) 
   const nlohmann::json index = index_json();
   uint64_t blocks_equal = 0, blocks_explained = 0;
   for (const auto& t : index["tensors"]) {
-    if (t["degenerate"].get<bool>()) continue;
+    if (t["degenerate"].get<bool>() || t["given_weight_scale_2"].get<bool>()) continue;
     ASSERT_TRUE(t.contains("compressed_tensors")) << "fixtures were made without compressed-tensors";
     const std::string name = t["name"];
     const uint64_t rows = t["rows"], cols = t["cols"];

@@ -132,9 +132,16 @@ def main():
              "torch": torch.__version__, "tensors": []}
     if compressed_tensors is not None:
         index["cross_check"] = f"compressed-tensors {compressed_tensors.__version__} (informational counts only)"
-    for name, w in tensors().items():
+    ts = tensors()
+    # A fused group (q/k/v or gate/up): the smaller member quantized with the group's shared weight_scale_2.
+    g = np.random.default_rng(99)
+    fused_big = (g.standard_normal((8, 32)) * 4.0).astype(np.float32)
+    ts["fused_shared_scale"] = (g.standard_normal((4, 32)) * 0.5).astype(np.float32)
+    shared = {"fused_shared_scale": NVFP4QTensor.get_weights_scaling_factor_2(
+        torch.from_numpy(np.concatenate([fused_big, ts["fused_shared_scale"]])))}
+    for name, w in ts.items():
         x = torch.from_numpy(w.copy())
-        q, scale, scale_2 = NVFP4QTensor.quantize(x.clone(), 16)
+        q, scale, scale_2 = NVFP4QTensor.quantize(x.clone(), 16, weights_scaling_factor_2=shared.get(name))
         codes = q._quantized_data.numpy().astype(np.uint8)
         scales = scale.view(torch.uint8).numpy().astype(np.uint8)
         deq = q.dequantize(dtype=torch.float32, scale=scale, double_scale=scale_2, block_sizes={-1: 16}).numpy()
@@ -146,8 +153,8 @@ def main():
         s2 = float(scale_2.reshape(-1)[0])
         index["tensors"].append({"name": name, "rows": w.shape[0], "cols": w.shape[1],
                                  "weight_scale_2_bits": f32_bits(s2), "weight_scale_2": s2,
-                                 "degenerate": bool(not np.isfinite(deq).all())})
-        if compressed_tensors is not None:
+                                 "degenerate": bool(not np.isfinite(deq).all()), "given_weight_scale_2": name in shared})
+        if compressed_tensors is not None and name not in shared:
             index["tensors"][-1]["compressed_tensors"] = compressed_tensors_compare(name, w, codes, scales, s2)
 
     # torch's float8_e4m3fn decode of all 256 codes.
