@@ -91,8 +91,8 @@ uint8_t e4m3_encode(float x) {
     return sign | static_cast<uint8_t>(q);
   }
   // Normal: keep 3 of the 23 mantissa bits with round-to-nearest-even, then rebias 127 -> 7. A mantissa
-  // carry moves into the exponent, which is what rounding wants; 448 < a < 480 cannot happen after the
-  // saturation above except by rounding a value below 448, which never exceeds 448.
+  // carry moves into the exponent, as rounding wants. Since a < 448 here, the result is at most 448
+  // (0x7E); the min() only guards that invariant.
   uint32_t bits = std::bit_cast<uint32_t>(a);
   bits += 0x7FFFFu + ((bits >> 20) & 1u);
   const uint32_t code = (bits >> 20) - ((127u - 7u) << 3);
