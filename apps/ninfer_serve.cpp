@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
         const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
         sc.info.default_sampling = ninfer::server::default_sampling(gen);
         sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
-                            engine->memory().kv_tokens, /*prefix_reuse=*/false, opt.tp, opt.max_concurrency, "none", 0};
+                            engine->kv_tokens(), /*prefix_reuse=*/false, opt.tp, opt.max_concurrency, "none", 0};
         sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
         sc.default_reasoning_budget = opt.reasoning_budget;
         service = std::make_unique<ninfer::server::EngineService>(*engine, tokenizer, chat, sc);

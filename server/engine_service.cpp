@@ -64,9 +64,9 @@ class RequestBridge final : public RequestObserver {
       const bool reasoning_before = parse_reasoning_ && parser_.in_reasoning();
       std::string text;
       if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) text = detok_.push(id);
-      Delta lp_carrier;
-      if (logprobs_) lp_carrier.logprobs.push_back(logprob_of(t));
-      emit(text, reasoning_before, 1, std::move(lp_carrier.logprobs));
+      std::vector<TokenLogprob> lps;
+      if (logprobs_) lps.push_back(logprob_of(t));
+      emit(text, reasoning_before, 1, std::move(lps));
     }
   }
 

@@ -42,9 +42,6 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
                                                            .kv_blocks = blocks,
                                                            .block_size = options_.kv_block_size,
                                                            .state_slots = options_.max_concurrency});
-  memory_.kv_tokens = blocks * options_.kv_block_size;
-  memory_.kv_bytes = static_cast<uint64_t>(memory_.kv_tokens) * KvCache::bytes_per_token(config_, options_.kv_dtype);
-  memory_.linear_state_bytes = static_cast<uint64_t>(options_.max_concurrency) * LinearStateCache::bytes_per_slot(config_);
   stats_.kv_blocks_total = blocks;
   thread_ = std::thread([this] { loop(); });
 }
@@ -66,12 +63,12 @@ SubmitOutcome Engine::submit(EngineRequest request, std::shared_ptr<RequestObser
     if (id < 0 || id >= config_.vocab_size)
       return {0, SubmitStatus::kInvalid, fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, config_.vocab_size)};
   if (request.max_tokens < 0) return {0, SubmitStatus::kInvalid, "max_tokens must be positive"};
-  if (n + std::max<int64_t>(request.max_tokens, 1) > options_.max_context)
+  const int64_t wanted = std::max<int64_t>(request.max_tokens, 1);  // at least one output token
+  if (n + wanted > options_.max_context)
     return {0, SubmitStatus::kContextLength,
             fmt::format("this model's maximum context length is {} tokens; the prompt has {} tokens and {} output "
                         "tokens were requested ({} in all)",
-                        options_.max_context, n, std::max<int64_t>(request.max_tokens, 1),
-                        n + std::max<int64_t>(request.max_tokens, 1))};
+                        options_.max_context, n, wanted, n + wanted)};
 
   auto seq = std::make_unique<Sequence>();
   seq->id = next_id_++;

@@ -39,13 +39,6 @@ struct EngineStats {
   int64_t kv_blocks_total = 0;
 };
 
-// Memory the engine reserves besides the weights (what the memory planner reports at startup).
-struct EngineMemory {
-  uint64_t kv_bytes = 0;
-  uint64_t linear_state_bytes = 0;
-  int64_t kv_tokens = 0;
-};
-
 class Engine {
  public:
   // `artifact` must outlive the engine (weights are used in place from its mapping).
@@ -65,7 +58,8 @@ class Engine {
 
   const ModelConfig& config() const { return config_; }
   const EngineOptions& options() const { return options_; }
-  const EngineMemory& memory() const { return memory_; }
+  // KV tokens the pool holds (kv_capacity rounded up to whole blocks); the bytes are in plan_memory().
+  int64_t kv_tokens() const { return kv_->capacity_tokens(); }
   std::string backend_name() const { return backend_->name(); }
 
  private:
@@ -77,7 +71,6 @@ class Engine {
 
   ModelConfig config_;
   EngineOptions options_;
-  EngineMemory memory_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
