@@ -31,8 +31,15 @@ struct SeqBatch {
   int64_t num_seqs() const { return static_cast<int64_t>(q_start.size()) - 1; }
 };
 
-// Paged KV cache addressing for one attention call. K and V caches are tensors
-// [num_blocks, block_size, n_kv_heads, head_dim] of dtype f32, bf16 or f16 (one pair per layer).
+// One attention layer's KV cache. K and V are tensors [num_blocks, block_size, n_kv_heads, head_dim] of dtype f32,
+// bf16, f16 or i8. For i8 the scale tensors are f32 [num_blocks, block_size, n_kv_heads] (one dequantization scale per
+// token and kv head: value = int8 · scale); for the float dtypes they are empty (data == nullptr).
+struct KvLayer {
+  Tensor k, v;
+  Tensor k_scale, v_scale;
+};
+
+// Paged KV cache addressing for one attention call (the caches are KvLayer tensors).
 // Token position p of sequence s lives in block block_table[s * max_blocks + p / block_size], row p % block_size.
 struct PagedKv {
   std::span<const int32_t> q_start;      // [S+1] as in SeqBatch
@@ -71,7 +78,9 @@ class Backend {
   virtual void synchronize() = 0;
 
   // ---- dense ----
-  // y[M, N] = x[M, K] · w[N, K]ᵀ (+ y when accumulate). x, y f32; w f32/bf16/f16 (an nn.Linear weight).
+  // y[M, N] = x[M, K] · w[N, K]ᵀ (+ y when accumulate). x, y f32; w f32/bf16/f16 (an nn.Linear weight), or nvfp4
+  // (the artifact's packed layout, engine/artifact/dtype.h) read packed, with activations handled per the backend's
+  // Nvfp4Activations mode (docs/nvfp4.md).
   virtual void linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate = false) = 0;
   // y[T, H] = table[ids[t], :]. table [V, H] f32/bf16/f16; ids int32 [T] (host span), each in [0, V).
   virtual void embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) = 0;
@@ -101,15 +110,13 @@ class Backend {
   virtual void rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, double theta) = 0;
 
   // ---- attention over a paged KV cache ----
-  // Stores this step's keys/values: k, v [T, n_kv, head_dim] f32 → k_cache/v_cache rows slots[t]
+  // Stores this step's keys/values: k, v [T, n_kv, head_dim] f32 → cache.k/cache.v rows slots[t]
   // (slot = block * block_size + offset; a negative slot skips the token). Converts to the cache dtype.
-  virtual void kv_write(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k, const Tensor& v,
-                        std::span<const int32_t> slots) = 0;
+  virtual void kv_write(const KvLayer& cache, const Tensor& k, const Tensor& v, std::span<const int32_t> slots) = 0;
   // Causal GQA softmax attention. out, q [T, n_heads, head_dim] f32; query head h uses kv head
   // h / (n_heads / n_kv). Row i of sequence s is at position seq_len[s] − n_new[s] + (i − q_start[s]) and attends
   // to cache positions [0, position]. scores = q·k · scale, softmax in f32. The new tokens must be written first.
-  virtual void attention(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                         const PagedKv& kv, float scale) = 0;
+  virtual void attention(const Tensor& out, const Tensor& q, const KvLayer& cache, const PagedKv& kv, float scale) = 0;
 
   // ---- Gated DeltaNet ----
   // Causal depthwise conv1d over time with a carried state, then optional SiLU:
@@ -139,9 +146,16 @@ enum class CpuSimd : uint8_t {
   kAvx2,    // AVX2+FMA+F16C; throws Error(kUnsupported) on a CPU without them
 };
 
+// How linear() treats activations against an nvfp4 weight.
+enum class Nvfp4Activations : uint8_t {
+  kNvfp4,  // W4A4: activations quantized to NVFP4 per 16 elements (the checkpoint's input scale where it has one)
+  kFloat,  // W4A16: activations stay f32 (accuracy comparisons)
+};
+
 struct CpuBackendOptions {
   int threads = 0;  // 0 = std::thread::hardware_concurrency()
   CpuSimd simd = CpuSimd::kAuto;
+  Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options = {});

@@ -76,10 +76,10 @@ void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Te
   backend_.rope(q, batch.positions, c.rotary_dim, c.rope_theta);
   backend_.rope(k, batch.positions, c.rotary_dim, c.rope_theta);
 
-  backend_.kv_write(kv.k(attn_layer), kv.v(attn_layer), k, v, batch.kv_slots);
+  backend_.kv_write(kv.layer(attn_layer), k, v, batch.kv_slots);
   Tensor o = scratch("attn_o", {T, nh, hd});
   PagedKv paged{batch.q_start, batch.seq_len, batch.block_table, batch.max_blocks};
-  backend_.attention(o, q, kv.k(attn_layer), kv.v(attn_layer), paged, 1.0f / std::sqrt(static_cast<float>(hd)));
+  backend_.attention(o, q, kv.layer(attn_layer), paged, 1.0f / std::sqrt(static_cast<float>(hd)));
   if (c.attn_output_gate) {
     Tensor gate = Tensor::strided(static_cast<float*>(qg.data) + hd, DType::kF32, {T, nh, hd},
                                   {nh * per_head, per_head, 1}, qg.device);

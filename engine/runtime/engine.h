@@ -28,6 +28,7 @@ struct EngineOptions {
   int64_t kv_block_size = 16;
   DType kv_dtype = DType::kF32;
   int threads = 0;                  // CPU backend threads, 0 = all cores
+  Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
   bool greedy = false;              // engine-wide greedy override
   size_t max_waiting = 1024;        // queued requests beyond this are refused (kQueueFull)
 };

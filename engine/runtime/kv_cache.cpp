@@ -18,12 +18,14 @@ KvCache::KvCache(Backend& backend, const ModelConfig& c, const KvCacheConfig& kv
   const uint64_t per_layer = static_cast<uint64_t>(kv.num_blocks * kv.block_size * c.num_kv_heads * c.head_dim) *
                              dtype_element_bytes(kv.dtype);
   for (int64_t l = 0; l < c.num_full_attention_layers(); ++l) {
-    for (auto* list : {&k_, &v_}) {
+    KvLayer layer;
+    for (Tensor* t : {&layer.k, &layer.v}) {
       Buffer b = backend.alloc(per_layer);
-      list->push_back(Tensor::make(b.data(), kv.dtype, {kv.num_blocks, kv.block_size, c.num_kv_heads, c.head_dim},
-                                   backend.device()));
+      *t = Tensor::make(b.data(), kv.dtype, {kv.num_blocks, kv.block_size, c.num_kv_heads, c.head_dim},
+                        backend.device());
       buffers_.push_back(std::move(b));
     }
+    layers_.push_back(layer);
   }
   free_.reserve(static_cast<size_t>(kv.num_blocks));
   for (int64_t b = kv.num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));

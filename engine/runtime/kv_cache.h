@@ -42,9 +42,8 @@ class KvCache {
   int64_t capacity_tokens() const { return cfg_.num_blocks * cfg_.block_size; }
   DType dtype() const { return cfg_.dtype; }
 
-  // K / V of the i-th full-attention layer (counting full-attention layers only).
-  const Tensor& k(int64_t attn_layer) const { return k_[static_cast<size_t>(attn_layer)]; }
-  const Tensor& v(int64_t attn_layer) const { return v_[static_cast<size_t>(attn_layer)]; }
+  // K / V (and their scales, for an int8 cache) of the i-th full-attention layer (counting full-attention layers only).
+  const KvLayer& layer(int64_t attn_layer) const { return layers_[static_cast<size_t>(attn_layer)]; }
 
   // Bytes one token occupies across all layers (K and V), for memory planning.
   static uint64_t bytes_per_token(const ModelConfig& config, DType dtype);
@@ -52,7 +51,7 @@ class KvCache {
  private:
   KvCacheConfig cfg_;
   std::vector<Buffer> buffers_;
-  std::vector<Tensor> k_, v_;
+  std::vector<KvLayer> layers_;
   std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
   std::unordered_map<SeqId, std::vector<int32_t>> tables_;
 };

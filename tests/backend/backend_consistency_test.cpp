@@ -31,7 +31,7 @@ std::vector<float> run_pipeline(Backend& be) {
   HostTensor kc = random_tensor({12, 8, 2, 32}, rng, -1, 1, DType::kBF16), vc = random_tensor({12, 8, 2, 32}, rng, -1, 1, DType::kBF16);
   std::vector<int32_t> q_start{0, 39, 40}, seq_len{39, 60}, table{5, 3, 9, 1, 0, 0, 0, 0, 2, 4, 6, 8, 10, 11, 7, 0};
   HostTensor out({40, 8, 32});
-  be.attention(out.view(), q.view(), kc.view(), vc.view(), PagedKv{q_start, seq_len, table, 8}, 0.17f);
+  be.attention(out.view(), q.view(), KvLayer{kc.view(), vc.view(), {}, {}}, PagedKv{q_start, seq_len, table, 8}, 0.17f);
   keep(out);
   // conv + delta rule
   HostTensor cx = random_tensor({40, 300}, rng), cw = random_tensor({300, 4}, rng), co({40, 300}), cs({2, 3, 300});

@@ -232,7 +232,7 @@ std::vector<float> run_paged_attention(Backend& be, const AttnCase& c, DType kv_
       slots[static_cast<size_t>(p)] =
           table[static_cast<size_t>(s * max_blocks + p / c.block_size)] * static_cast<int32_t>(c.block_size) +
           static_cast<int32_t>(p % c.block_size);
-    be.kv_write(kc.view(), vc.view(), ks.back().view(), vs.back().view(), slots);
+    be.kv_write(KvLayer{kc.view(), vc.view(), {}, {}}, ks.back().view(), vs.back().view(), slots);
     q_start.push_back(q_start.back() + static_cast<int32_t>(c.n_new[static_cast<size_t>(s)]));
     seq_len.push_back(static_cast<int32_t>(ctx));
   }
@@ -242,7 +242,7 @@ std::vector<float> run_paged_attention(Backend& be, const AttnCase& c, DType kv_
   HostTensor q = random_tensor({T, c.nh, c.hd}, rng, -2, 2), out({T, c.nh, c.hd});
   PagedKv kv{q_start, seq_len, table, static_cast<int32_t>(max_blocks)};
   const float scale = 1.0f / std::sqrt(float(c.hd));
-  be.attention(out.view(), q.view(), kc.view(), vc.view(), kv, scale);
+  be.attention(out.view(), q.view(), KvLayer{kc.view(), vc.view(), {}, {}}, kv, scale);
   if (want) {
     want->clear();
     for (int64_t s = 0; s < S; ++s) {
@@ -284,10 +284,10 @@ TEST_P(BackendOps, AttentionRejectsBadTables) {
   HostTensor kc({4, 8, 1, 16}), vc({4, 8, 1, 16}), q({2, 2, 16}), out({2, 2, 16});
   std::vector<int32_t> q_start{0, 2}, seq_len{10}, table{0, 7};
   PagedKv kv{q_start, seq_len, table, 2};
-  EXPECT_THROW(be->attention(out.view(), q.view(), kc.view(), vc.view(), kv, 0.25f), Error);  // block 7 >= 4
+  EXPECT_THROW(be->attention(out.view(), q.view(), KvLayer{kc.view(), vc.view(), {}, {}}, kv, 0.25f), Error);  // block 7 >= 4
   std::vector<int32_t> short_len{1};
   PagedKv kv2{q_start, short_len, table, 2};
-  EXPECT_THROW(be->attention(out.view(), q.view(), kc.view(), vc.view(), kv2, 0.25f), Error);  // 2 new > 1
+  EXPECT_THROW(be->attention(out.view(), q.view(), KvLayer{kc.view(), vc.view(), {}, {}}, kv2, 0.25f), Error);  // 2 new > 1
 }
 
 TEST_P(BackendOps, Conv1dBatchFromZeroState) {

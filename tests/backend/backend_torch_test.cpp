@@ -164,10 +164,10 @@ void check_attention_layer(Backend& be, const std::string& model, int layer, boo
   std::vector<int32_t> slots(static_cast<size_t>(T));
   for (int64_t p = 0; p < T; ++p)
     slots[static_cast<size_t>(p)] = table[static_cast<size_t>(p / bs)] * static_cast<int32_t>(bs) + static_cast<int32_t>(p % bs);
-  be.kv_write(kc.view(), vc.view(), kw_.view(), vw.view(), slots);
+  be.kv_write(KvLayer{kc.view(), vc.view(), {}, {}}, kw_.view(), vw.view(), slots);
   HostTensor qrw = load(op, "q_rope"), out({T, nh, hd});
   const std::vector<int32_t> q_start{0, static_cast<int32_t>(T)}, seq_len{static_cast<int32_t>(T)};
-  be.attention(out.view(), qrw.view(), kc.view(), vc.view(),
+  be.attention(out.view(), qrw.view(), KvLayer{kc.view(), vc.view(), {}, {}},
                PagedKv{q_start, seq_len, table, static_cast<int32_t>(table.size())}, 1.0f / std::sqrt(float(hd)));
   HostTensor attn_want = load(op, "attn_out");
   EXPECT_LT(rel_err(out.values, attn_want.values), 2e-6) << "attention";

@@ -23,8 +23,9 @@ constexpr int64_t kRowsPerTask = 16;
 
 }  // namespace
 
-void CpuBackend::kv_write(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k, const Tensor& v,
-                          std::span<const int32_t> slots) {
+void CpuBackend::kv_write(const KvLayer& cache, const Tensor& k, const Tensor& v, std::span<const int32_t> slots) {
+  const Tensor& k_cache = cache.k;
+  const Tensor& v_cache = cache.v;
   check_cache("kv_write", "k_cache", k_cache);
   check_cache("kv_write", "v_cache", v_cache);
   check_same_shape("kv_write", "v_cache", v_cache, k_cache);
@@ -48,8 +49,9 @@ void CpuBackend::kv_write(const Tensor& k_cache, const Tensor& v_cache, const Te
   }
 }
 
-void CpuBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                           const PagedKv& kv, float scale) {
+void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& cache, const PagedKv& kv, float scale) {
+  const Tensor& k_cache = cache.k;
+  const Tensor& v_cache = cache.v;
   check_cache("attention", "k_cache", k_cache);
   check_cache("attention", "v_cache", v_cache);
   check_same_shape("attention", "v_cache", v_cache, k_cache);

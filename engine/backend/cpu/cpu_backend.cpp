@@ -48,7 +48,7 @@ int pick_threads(int requested) {
 }  // namespace
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
-    : k_(pick_kernels(options.simd)), pool_(pick_threads(options.threads)) {
+    : k_(pick_kernels(options.simd)), nvfp4_activations_(options.nvfp4_activations), pool_(pick_threads(options.threads)) {
   scratch_.resize(static_cast<size_t>(pool_.size()));
 }
 

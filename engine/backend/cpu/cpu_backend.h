@@ -17,6 +17,7 @@ class CpuBackend final : public Backend {
   std::string name() const override;
   Device device() const override { return Device::kCpu; }
   int threads() const { return pool_.size(); }
+  Nvfp4Activations nvfp4_activations() const { return nvfp4_activations_; }
   const Kernels& kernels() const { return *k_; }
 
   Buffer alloc(size_t bytes) override;
@@ -37,10 +38,8 @@ class CpuBackend final : public Backend {
 
   void rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, double theta) override;
 
-  void kv_write(const Tensor& k_cache, const Tensor& v_cache, const Tensor& k, const Tensor& v,
-                std::span<const int32_t> slots) override;
-  void attention(const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const PagedKv& kv,
-                 float scale) override;
+  void kv_write(const KvLayer& cache, const Tensor& k, const Tensor& v, std::span<const int32_t> slots) override;
+  void attention(const Tensor& out, const Tensor& q, const KvLayer& cache, const PagedKv& kv, float scale) override;
 
   void conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& state, const SeqBatch& batch,
               bool silu) override;
@@ -55,6 +54,7 @@ class CpuBackend final : public Backend {
 
  private:
   const Kernels* k_;
+  Nvfp4Activations nvfp4_activations_;
   ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;
 };
