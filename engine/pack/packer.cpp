@@ -20,6 +20,8 @@ bool starts_with(const std::string& s, std::string_view p) { return s.compare(0,
 
 CanonicalName canonical_tensor_name(const std::string& hf_name) {
   if (starts_with(hf_name, "mtp.")) return {hf_name, "mtp"};
+  if (starts_with(hf_name, "dflash2.")) return {hf_name, "dflash2"};
+  if (starts_with(hf_name, "draft_lm_head.")) return {hf_name, "draft_lm_head"};
   if (starts_with(hf_name, "model.visual.") || starts_with(hf_name, "visual.")) return {hf_name, "vision"};
   if (starts_with(hf_name, "model.language_model.")) return {"model." + hf_name.substr(21), "main"};
   return {hf_name, "main"};

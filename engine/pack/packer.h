@@ -22,7 +22,8 @@ struct PackReport {
 };
 
 // Canonical artifact name and section of a checkpoint tensor name:
-//   model.language_model.X → model.X (main); mtp.* → mtp; model.visual.* / visual.* → vision; others as-is (main).
+//   model.language_model.X → model.X (main); mtp.* → mtp; dflash2.* → dflash2; draft_lm_head.* → draft_lm_head;
+//   model.visual.* / visual.* → vision; others as-is (main).
 struct CanonicalName {
   std::string name;
   std::string section;

@@ -87,6 +87,19 @@ TEST_F(Pack, LanguageModelPrefixIsCanonicalAndVisionIsKeptApart) {
   EXPECT_EQ(a.require("model.visual.blocks.0.attn.qkv.weight").section, "vision");
 }
 
+TEST(PackNames, SectionsFollowTheNamePrefix) {
+  EXPECT_EQ(canonical_tensor_name("model.language_model.norm.weight").name, "model.norm.weight");
+  EXPECT_EQ(canonical_tensor_name("model.language_model.norm.weight").section, "main");
+  EXPECT_EQ(canonical_tensor_name("mtp.fc.weight").section, "mtp");
+  EXPECT_EQ(canonical_tensor_name("dflash2.layers.0.mlp.up_proj.weight").section, "dflash2");
+  EXPECT_EQ(canonical_tensor_name("dflash2.layers.0.mlp.up_proj.weight").name, "dflash2.layers.0.mlp.up_proj.weight");
+  EXPECT_EQ(canonical_tensor_name("draft_lm_head.weight").section, "draft_lm_head");
+  EXPECT_EQ(canonical_tensor_name("draft_lm_head.ids").section, "draft_lm_head");
+  EXPECT_EQ(canonical_tensor_name("model.visual.blocks.0.norm1.weight").section, "vision");
+  EXPECT_EQ(canonical_tensor_name("lm_head.weight").section, "main");
+  EXPECT_EQ(canonical_tensor_name("dflash2x.weight").section, "main");  // the prefix ends at the dot
+}
+
 TEST_F(Pack, ShardedCheckpointEqualsSingleFile) {
   std::map<std::string, testing::StTensor> a, b;
   nlohmann::json weight_map;
