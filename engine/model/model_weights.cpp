@@ -1,5 +1,8 @@
 #include "engine/model/model_weights.h"
 
+#include <cmath>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "engine/core/error.h"
@@ -23,8 +26,31 @@ Tensor tensor_view(const Artifact& artifact, const TensorInfo& info) {
   return t;
 }
 
+namespace {
+
+// An nvfp4 projection binds as [N, K] with data at its codes (the backend finds the scales and the trailer through
+// nvfp4_layout()); its trailer's scales must be usable.
+void check_nvfp4_projection(const Artifact& a, const TensorInfo& info) {
+  const auto layout = nvfp4_layout(info.shape);
+  if (info.shape.size() != 2 || !layout || layout->total_bytes != info.bytes)
+    fail(ErrorKind::kCorrupt, "{}: nvfp4 tensor '{}' must be a [N, K] entry of nvfp4_layout's size", a.path(), info.name);
+  const std::byte* trailer = a.data(info).data() + layout->tensor_scale_offset;
+  float weight_scale_2, input_scale;
+  std::memcpy(&weight_scale_2, trailer, sizeof(float));
+  std::memcpy(&input_scale, trailer + 4, sizeof(float));
+  if (!std::isfinite(weight_scale_2) || weight_scale_2 < 0.0f || !std::isfinite(input_scale) || input_scale < 0.0f)
+    fail(ErrorKind::kCorrupt, "{}: nvfp4 tensor '{}' has weight_scale_2 {} and input_scale {} (must be finite, >= 0)",
+         a.path(), info.name, weight_scale_2, input_scale);
+}
+
+}  // namespace
+
 ModelWeights ModelWeights::bind(const Artifact& a, const ModelConfig& c) {
-  auto get = [&](const std::string& name) { return tensor_view(a, a.require(name)); };
+  auto get = [&](const std::string& name) {
+    const TensorInfo& info = a.require(name);
+    if (info.dtype == DType::kNVFP4) check_nvfp4_projection(a, info);
+    return tensor_view(a, info);
+  };
   ModelWeights w;
   w.embed = get("model.embed_tokens.weight");
   w.final_norm = get("model.norm.weight");

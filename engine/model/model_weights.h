@@ -49,7 +49,8 @@ struct ModelWeights {
   static ModelWeights bind(const Artifact& artifact, const ModelConfig& config);
 };
 
-// A zero-copy view of an artifact tensor with its own shape (e.g. conv1d [C,1,K] as [C,K]).
+// A zero-copy view of an artifact tensor with its own shape (e.g. conv1d [C,1,K] as [C,K]). An nvfp4 projection
+// is [N, K] with data at its codes; linear() finds the scales and trailer by nvfp4_layout() (docs/nvfp4.md).
 Tensor tensor_view(const Artifact& artifact, const TensorInfo& info);
 
 }  // namespace ninfer

@@ -38,6 +38,17 @@ const Kernels* pick_kernels(CpuSimd simd) {
   return &scalar_kernels();
 }
 
+// kScalar: the scalar reference; kAvx2: the AVX2 kernels; kAuto: AVX-512 VNNI where the CPU has it, else AVX2.
+const Nvfp4Kernels* pick_nvfp4_kernels(CpuSimd simd) {
+  switch (simd) {
+    case CpuSimd::kScalar: return nullptr;
+    case CpuSimd::kAvx2: return nvfp4_avx2_kernels();
+    case CpuSimd::kAuto: break;
+  }
+  if (const Nvfp4Kernels* k = nvfp4_avx512_kernels()) return k;
+  return nvfp4_avx2_kernels();
+}
+
 int pick_threads(int requested) {
   if (requested < 0) fail(ErrorKind::kInvalidArgument, "cpu backend: threads must be >= 0, got {}", requested);
   if (requested > 0) return requested;
@@ -48,11 +59,16 @@ int pick_threads(int requested) {
 }  // namespace
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
-    : k_(pick_kernels(options.simd)), nvfp4_activations_(options.nvfp4_activations), pool_(pick_threads(options.threads)) {
+    : k_(pick_kernels(options.simd)),
+      nvfp4_k_(pick_nvfp4_kernels(options.simd)),
+      nvfp4_activations_(options.nvfp4_activations), pool_(pick_threads(options.threads)) {
   scratch_.resize(static_cast<size_t>(pool_.size()));
 }
 
-std::string CpuBackend::name() const { return fmt::format("cpu({}, {} threads)", k_->name, pool_.size()); }
+std::string CpuBackend::name() const {
+  return fmt::format("cpu({}, {} threads, nvfp4 {} {})", k_->name, pool_.size(), nvfp4_k_ ? nvfp4_k_->name : "scalar",
+                     nvfp4_activations_ == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16");
+}
 
 float* CpuBackend::scratch(int thread, size_t n) {
   auto& s = scratch_[static_cast<size_t>(thread)];
@@ -156,6 +172,10 @@ void check_batch(const char* op, std::span<const int32_t> q_start, int64_t token
 // ---- dense ----
 
 void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) {
+  if (w.dtype == DType::kNVFP4) {
+    linear_nvfp4(y, x, w, accumulate);  // nvfp4_linear.cpp
+    return;
+  }
   check_f32("linear", "y", y);
   check_f32("linear", "x", x);
   check_weight("linear", "w", w);

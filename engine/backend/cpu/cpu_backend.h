@@ -6,6 +6,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/nvfp4_linear.h"
 #include "engine/backend/cpu/thread_pool.h"
 
 namespace ninfer::cpu {
@@ -19,6 +20,8 @@ class CpuBackend final : public Backend {
   int threads() const { return pool_.size(); }
   Nvfp4Activations nvfp4_activations() const { return nvfp4_activations_; }
   const Kernels& kernels() const { return *k_; }
+  // The packed NVFP4 kernels linear() uses; nullptr = the scalar reference (CpuSimd::kScalar or no SIMD).
+  const Nvfp4Kernels* nvfp4_kernels() const { return nvfp4_k_; }
 
   Buffer alloc(size_t bytes) override;
   void copy(const Tensor& dst, const Tensor& src) override;
@@ -53,10 +56,15 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
 
  private:
+  void linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate);
+
   const Kernels* k_;
+  const Nvfp4Kernels* nvfp4_k_;
   Nvfp4Activations nvfp4_activations_;
   ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;
+  Nvfp4A4Rows nvfp4_a4_;            // this call's quantized activations (W4A4)
+  std::vector<float> nvfp4_a16_;    // this call's reordered activations (W4A16)
 };
 
 // ---- helpers shared by the op files ----
@@ -77,7 +85,7 @@ inline float* row_f32(const Tensor& t, int64_t r) { return reinterpret_cast<floa
 // Shape / dtype / layout checks that throw Error(kInvalidArgument) naming the op and argument.
 void check_cpu(const char* op, const char* arg, const Tensor& t);
 void check_f32(const char* op, const char* arg, const Tensor& t);
-void check_weight(const char* op, const char* arg, const Tensor& t);  // f32/bf16/f16, cpu, contiguous rows
+void check_weight(const char* op, const char* arg, const Tensor& t);  // f32/bf16/f16, cpu, contiguous rows (not nvfp4)
 void check_dims(const char* op, const char* arg, const Tensor& t, std::initializer_list<int64_t> shape);
 void check_same_shape(const char* op, const char* arg, const Tensor& t, const Tensor& ref);
 void check_batch(const char* op, std::span<const int32_t> q_start, int64_t tokens);

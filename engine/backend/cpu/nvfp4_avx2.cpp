@@ -1,0 +1,180 @@
+// AVX2 + FMA NVFP4 kernels: packed weights decoded in registers (vpshufb LUT), W4A4 through vpmaddubsw/vpmaddwd.
+// Every function carries a target attribute and runs only after the runtime CPU check in nvfp4_avx2_kernels().
+#include "engine/backend/cpu/nvfp4_linear.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NINFER_HAVE_AVX2_NVFP4 1
+#include <immintrin.h>
+#endif
+
+namespace ninfer::cpu {
+
+#if NINFER_HAVE_AVX2_NVFP4
+
+#define NINFER_AVX2 __attribute__((target("avx2,fma")))
+
+namespace {
+
+// E4M3 bytes (one per 32-bit lane) -> f32 exactly (see nvfp4_avx512.cpp); NaN codes are not decoded as NaN.
+NINFER_AVX2 inline __m256 e4m3_to_f32(__m256i b) {
+  const __m256i mag = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7F)), 20);
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x80)), 24);
+  return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_or_si256(mag, sign)), _mm256_set1_ps(0x1p120f));
+}
+
+NINFER_AVX2 inline __m256i ld(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// int8 values 2·e2m1 -> f32 e2m1 (exact: times 0.5) -> times the block scale: the dequantized weight, one rounding.
+NINFER_AVX2 inline __m256 dequant8(__m128i v8, __m256 s) {
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v8)), _mm256_set1_ps(0.5f)), s);
+}
+
+NINFER_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <int MR>
+NINFER_AVX2 void w4a4_rows(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int64_t n0, int64_t n1, float* y,
+                           int64_t ys, bool acc) {
+  const int64_t K = w.K, K128 = K / 128 * 128;
+  const __m256i lut = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4, 6, 8,
+                                       12, 0, -1, -2, -3, -4, -6, -8, -12);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const uint8_t *mlo[MR], *mhi[MR], *slo[MR], *shi[MR];
+  const float* sa[MR];
+  for (int m = 0; m < MR; ++m) {
+    mlo[m] = a.mag_lo(m0 + m), mhi[m] = a.mag_hi(m0 + m), slo[m] = a.sgn_lo(m0 + m), shi[m] = a.sgn_hi(m0 + m);
+    sa[m] = a.scale_dup(m0 + m);
+  }
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* wc = w.codes + n * (K / 2);
+    const uint8_t* ws = w.scales + n * (K / 16);
+    __m256 accv[MR];
+    for (int m = 0; m < MR; ++m) accv[m] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K128; k += 128) {
+      const int64_t j = k / 2;
+      _mm_prefetch(reinterpret_cast<const char*>(wc + j + 1024), _MM_HINT_T0);
+      const __m128i sraw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ws + k / 16));
+      const __m128i sd = _mm_unpacklo_epi8(sraw, sraw);  // s0 s0 s1 s1 ... s7 s7
+      const __m256 sw0 = e4m3_to_f32(_mm256_cvtepu8_epi32(sd));
+      const __m256 sw1 = e4m3_to_f32(_mm256_cvtepu8_epi32(_mm_srli_si128(sd, 8)));
+      const __m256i c0 = ld(wc + j), c1 = ld(wc + j + 32);
+      const __m256i lo0 = _mm256_and_si256(c0, low4), hi0 = _mm256_and_si256(_mm256_srli_epi16(c0, 4), low4);
+      const __m256i lo1 = _mm256_and_si256(c1, low4), hi1 = _mm256_and_si256(_mm256_srli_epi16(c1, 4), low4);
+      for (int m = 0; m < MR; ++m) {
+        const __m256i wl0 = _mm256_shuffle_epi8(lut, _mm256_xor_si256(lo0, ld(slo[m] + j)));
+        const __m256i wh0 = _mm256_shuffle_epi8(lut, _mm256_xor_si256(hi0, ld(shi[m] + j)));
+        const __m256i wl1 = _mm256_shuffle_epi8(lut, _mm256_xor_si256(lo1, ld(slo[m] + j + 32)));
+        const __m256i wh1 = _mm256_shuffle_epi8(lut, _mm256_xor_si256(hi1, ld(shi[m] + j + 32)));
+        // u8 · s8 pairs (|v| <= 144 each, pair sums <= 288, no saturation), then pairs of pairs into int32.
+        const __m256i i0 = _mm256_madd_epi16(
+            _mm256_add_epi16(_mm256_maddubs_epi16(ld(mlo[m] + j), wl0), _mm256_maddubs_epi16(ld(mhi[m] + j), wh0)),
+            ones);
+        const __m256i i1 = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(ld(mlo[m] + j + 32), wl1),
+                                                              _mm256_maddubs_epi16(ld(mhi[m] + j + 32), wh1)),
+                                             ones);
+        const __m256 p0 = _mm256_mul_ps(sw0, _mm256_loadu_ps(sa[m] + k / 8));
+        const __m256 p1 = _mm256_mul_ps(sw1, _mm256_loadu_ps(sa[m] + k / 8 + 8));
+        accv[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i0), p0, accv[m]);
+        accv[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), p1, accv[m]);
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      float s = hsum(accv[m]);
+      if (K128 < K) s += nvfp4_w4a4_blocks(w, n, a.codes(m0 + m), a.scales(m0 + m), K128 / 16, K / 16);
+      const float r = s * ((a.global(m0 + m) * w.weight_scale_2) * 0.25f);
+      float& out = y[m * ys + n];
+      out = acc ? out + r : r;
+    }
+  }
+}
+
+NINFER_AVX2 void w4a4(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int rows, int64_t n0, int64_t n1,
+                      float* y, int64_t ys, bool acc) {
+  switch (rows) {
+    case 1: w4a4_rows<1>(w, a, m0, n0, n1, y, ys, acc); break;
+    case 2: w4a4_rows<2>(w, a, m0, n0, n1, y, ys, acc); break;
+    case 3: w4a4_rows<3>(w, a, m0, n0, n1, y, ys, acc); break;
+    default: w4a4_rows<4>(w, a, m0, n0, n1, y, ys, acc); break;
+  }
+}
+
+template <int MR>
+NINFER_AVX2 void w4a16_rows(const Nvfp4Weight& w, const float* xp, int64_t n0, int64_t n1, float* y, int64_t ys,
+                            bool acc) {
+  const int64_t K = w.K, K256 = K / 256 * 256;
+  const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m256 s2 = _mm256_set1_ps(w.weight_scale_2);
+  alignas(32) float bs[16];
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* wc = w.codes + n * (K / 2);
+    const uint8_t* ws = w.scales + n * (K / 16);
+    __m256 accv[MR];
+    for (int m = 0; m < MR; ++m) accv[m] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K256; k += 256) {
+      const int64_t j = k / 2;
+      _mm_prefetch(reinterpret_cast<const char*>(wc + j + 1024), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(wc + j + 1024 + 64), _MM_HINT_T0);
+      const __m128i sraw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + k / 16));
+      // bs_b = e4m3(s_b) · weight_scale_2, one rounding, as dequantize_nvfp4.
+      _mm256_store_ps(bs, _mm256_mul_ps(e4m3_to_f32(_mm256_cvtepu8_epi32(sraw)), s2));
+      _mm256_store_ps(bs + 8, _mm256_mul_ps(e4m3_to_f32(_mm256_cvtepu8_epi32(_mm_srli_si128(sraw, 8))), s2));
+      for (int p = 0; p < 8; ++p) {  // blocks 2p (code bytes 0-7) and 2p+1 (8-15)
+        const __m128i cb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wc + j + 16 * p));
+        const __m128i vl = _mm_shuffle_epi8(lut, _mm_and_si128(cb, low4));
+        const __m128i vh = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(cb, 4), low4));
+        const __m256 sA = _mm256_broadcast_ss(bs + 2 * p), sB = _mm256_broadcast_ss(bs + 2 * p + 1);
+        const __m256 eA = dequant8(vl, sA), eB = dequant8(_mm_srli_si128(vl, 8), sB);
+        const __m256 oA = dequant8(vh, sA), oB = dequant8(_mm_srli_si128(vh, 8), sB);
+        for (int m = 0; m < MR; ++m) {
+          const float* xr = xp + m * K + k + 32 * p;
+          accv[m] = _mm256_fmadd_ps(_mm256_loadu_ps(xr), eA, accv[m]);
+          accv[m] = _mm256_fmadd_ps(_mm256_loadu_ps(xr + 8), eB, accv[m]);
+          accv[m] = _mm256_fmadd_ps(_mm256_loadu_ps(xr + 16), oA, accv[m]);
+          accv[m] = _mm256_fmadd_ps(_mm256_loadu_ps(xr + 24), oB, accv[m]);
+        }
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      float s = hsum(accv[m]);
+      if (K256 < K) s += nvfp4_w4a16_tail(w, n, xp + m * K, K256);
+      float& out = y[m * ys + n];
+      out = acc ? out + s : s;
+    }
+  }
+}
+
+NINFER_AVX2 void w4a16(const Nvfp4Weight& w, const float* xp, int rows, int64_t n0, int64_t n1, float* y, int64_t ys,
+                       bool acc) {
+  switch (rows) {
+    case 1: w4a16_rows<1>(w, xp, n0, n1, y, ys, acc); break;
+    case 2: w4a16_rows<2>(w, xp, n0, n1, y, ys, acc); break;
+    case 3: w4a16_rows<3>(w, xp, n0, n1, y, ys, acc); break;
+    default: w4a16_rows<4>(w, xp, n0, n1, y, ys, acc); break;
+  }
+}
+
+bool cpu_has_avx2_fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+}  // namespace
+
+const Nvfp4Kernels* nvfp4_avx2_kernels() {
+  static const bool ok = cpu_has_avx2_fma();
+  static const Nvfp4Kernels k{"avx2", w4a4, w4a16};
+  return ok ? &k : nullptr;
+}
+
+#else
+
+const Nvfp4Kernels* nvfp4_avx2_kernels() { return nullptr; }
+
+#endif
+
+}  // namespace ninfer::cpu

@@ -1,0 +1,79 @@
+// CpuBackend::linear for nvfp4 weights: activation preparation (W4A4 quantization or W4A16 reordering), then the
+// packed kernels threaded over weight-row chunks, each chunk swept by every activation-row tile.
+#include <algorithm>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/nvfp4_linear.h"
+#include "engine/core/error.h"
+
+namespace ninfer::cpu {
+
+void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) {
+  check_f32("linear", "y", y);
+  check_f32("linear", "x", x);
+  const Nvfp4Weight wv = nvfp4_weight("linear", w);
+  if (!x.rows_uniform() || !y.rows_uniform())
+    fail(ErrorKind::kInvalidArgument, "linear: x {} and y {} need equally spaced rows", x.describe(), y.describe());
+  const int64_t M = x.rows(), K = x.row_size(), N = wv.N;
+  if (wv.K != K || y.rows() != M || y.row_size() != N)
+    fail(ErrorKind::kInvalidArgument, "linear: y {} = x {} · wᵀ {} shape mismatch", y.describe(), x.describe(),
+         w.describe());
+  if (M == 0 || N == 0) return;
+  if (y.data == x.data) fail(ErrorKind::kInvalidArgument, "linear: y must not alias x ({})", x.describe());
+  const int64_t xs = x.row_stride(), ys = y.row_stride();
+  const auto* xp = static_cast<const float*>(x.data);
+  auto* yp = static_cast<float*>(y.data);
+  const bool a4 = nvfp4_activations_ == Nvfp4Activations::kNvfp4;
+  const int threads = pool_.size();
+  const bool parallel = M * N * K >= (1 << 16);
+
+  // 1. Activations, once per call (rows split over the threads when there are several).
+  const int64_t row_tasks = parallel ? std::min<int64_t>(M, threads) : 1;
+  const int64_t rows_per_task = (M + row_tasks - 1) / row_tasks;
+  if (a4) {
+    nvfp4_size_a4(M, K, nvfp4_a4_);
+  } else if (nvfp4_k_) {
+    nvfp4_a16_.resize(static_cast<size_t>(M * K));
+  }
+  auto prepare = [&](int64_t t, int) {
+    const int64_t r0 = t * rows_per_task, r1 = std::min(M, r0 + rows_per_task);
+    if (a4) nvfp4_prepare_a4(xp, xs, r0, r1, wv.input_scale, nvfp4_a4_);
+    else if (nvfp4_k_) nvfp4_prepare_a16(xp, xs, r0, r1, K, nvfp4_a16_.data());
+  };
+  if (row_tasks > 1) pool_.parallel_for(row_tasks, prepare);
+  else prepare(0, 0);
+
+  // 2. Weight rows per task: enough tasks to balance the threads; with several row tiles, a chunk of at most
+  // ~256 KiB of packed weights so it stays in L2 while every tile passes over it.
+  const int64_t row_bytes = K / 2 + K / 16;
+  int64_t nb = (N + threads * 4 - 1) / (threads * 4);
+  if (M > kNvfp4MaxRows) nb = std::min<int64_t>(nb, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, row_bytes)));
+  nb = std::max<int64_t>(4, (nb + 3) / 4 * 4);
+  const int64_t tasks = (N + nb - 1) / nb;
+  auto run = [&](int64_t t, int) {
+    const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
+    for (int64_t m0 = 0; m0 < M; m0 += kNvfp4MaxRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kNvfp4MaxRows, M - m0));
+      float* yt = yp + m0 * ys;
+      if (nvfp4_k_ && a4) {
+        nvfp4_k_->w4a4(wv, nvfp4_a4_, m0, rows, n0, n1, yt, ys, accumulate);
+      } else if (nvfp4_k_) {
+        nvfp4_k_->w4a16(wv, nvfp4_a16_.data() + m0 * K, rows, n0, n1, yt, ys, accumulate);
+      } else {  // scalar reference
+        for (int m = 0; m < rows; ++m) {
+          for (int64_t n = n0; n < n1; ++n) {
+            const float s = a4 ? nvfp4_dot_w4a4_ref(wv, n, nvfp4_a4_.codes(m0 + m), nvfp4_a4_.scales(m0 + m),
+                                                    nvfp4_a4_.global(m0 + m))
+                               : nvfp4_dot_w4a16_ref(wv, n, xp + (m0 + m) * xs);
+            float& out = yt[m * ys + n];
+            out = accumulate ? out + s : s;
+          }
+        }
+      }
+    }
+  };
+  if (parallel) pool_.parallel_for(tasks, run);
+  else for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+}
+
+}  // namespace ninfer::cpu

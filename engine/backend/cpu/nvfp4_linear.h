@@ -1,0 +1,86 @@
+// Owns the CPU NVFP4 linear's numerics: the packed weight view, the W4A4 activation quantizer, the scalar reference dots, the prepared activation layouts and the SIMD kernel table.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/tensor.h"
+
+namespace ninfer::cpu {
+
+// One nvfp4 weight entry [N, K] (engine/artifact/dtype.h nvfp4_layout()): codes, E4M3 block scales, trailer.
+struct Nvfp4Weight {
+  const uint8_t* codes = nullptr;   // [N, K/2], element 2j in the low nibble of byte j
+  const uint8_t* scales = nullptr;  // [N, K/16] E4M3
+  float weight_scale_2 = 0.0f;      // dequantization multiplier (ModelOpt weight_scale_2)
+  float input_scale = 0.0f;         // the checkpoint's activation global scale; 0 = none (dynamic per row)
+  int64_t N = 0, K = 0;
+};
+// Checks that w is a cpu nvfp4 [N, K] view of a whole entry (K % 16 == 0, contiguous rows, finite trailer) and
+// returns the view. Throws Error(kInvalidArgument) naming `op`.
+Nvfp4Weight nvfp4_weight(const char* op, const Tensor& w);
+
+// ---- reference (docs/nvfp4.md "Compute"): the definition every kernel is tested against ----
+
+// W4A4 activation quantizer for one row of K (a multiple of 16) values. Global scale g = input_scale when > 0,
+// else max|x| / 2688; then ModelOpt's block recipe with g in the place of weight_scale_2 (bit-identical to
+// quantize_nvfp4(x, 1, K, g) / quantize_nvfp4(x, 1, K)). Writes K/2 code bytes and K/16 E4M3 scales and returns g.
+// A zero row (dynamic) gives g = 0, scales 1.0 and codes 0. A row with a NaN/Inf gives g = NaN (its outputs are NaN).
+float nvfp4_quantize_row(const float* x, int64_t K, float input_scale, uint8_t* codes, uint8_t* scales);
+
+// W4A16: Σ_k x[k] · (e2m1(c) · (e4m3(s) · weight_scale_2)), the dequantized weight exactly as dequantize_nvfp4,
+// summed in k order in f32.
+float nvfp4_dot_w4a16_ref(const Nvfp4Weight& w, int64_t n, const float* x);
+// W4A4: per block b, I_b = Σ (2·e2m1(a))·(2·e2m1(w)) (an exact integer), t_b = I_b · (e4m3(sa_b) · e4m3(sw_b))
+// (exact in f32); acc = Σ_b t_b in block order in f32; result = acc · ((g · weight_scale_2) · 0.25).
+float nvfp4_dot_w4a4_ref(const Nvfp4Weight& w, int64_t n, const uint8_t* a_codes, const uint8_t* a_scales,
+                         float a_global);
+
+// ---- prepared activations, the SIMD kernels' input (built once per linear call) ----
+
+// Most activation rows one kernel call handles (the caller loops over row tiles).
+constexpr int kNvfp4MaxRows = 4;
+
+// W4A4 row r lives at base + r * row_bytes: magnitudes |2·e2m1| as u8 of the even elements (K/2 bytes, "lo"), of
+// the odd elements (K/2, "hi"), sign bits 0x08 of the even and odd elements (K/2 each), then K/8 floats: e4m3(sa_b)
+// for block b at lanes 2b and 2b+1, then the global scale g.
+struct Nvfp4A4Rows {
+  std::vector<uint8_t> storage;
+  int64_t K = 0, row_bytes = 0;
+  const uint8_t* row(int64_t r) const { return storage.data() + r * row_bytes; }
+  const uint8_t* mag_lo(int64_t r) const { return row(r); }
+  const uint8_t* mag_hi(int64_t r) const { return row(r) + K / 2; }
+  const uint8_t* sgn_lo(int64_t r) const { return row(r) + K; }
+  const uint8_t* sgn_hi(int64_t r) const { return row(r) + 3 * K / 2; }
+  const float* scale_dup(int64_t r) const { return reinterpret_cast<const float*>(row(r) + 2 * K); }
+  float global(int64_t r) const { return scale_dup(r)[K / 8]; }
+  // Raw quantized form (for the tails the kernels hand to the reference): codes [K/2] and scales [K/16].
+  const uint8_t* codes(int64_t r) const { return row(r) + 2 * K + 4 * (K / 8 + 1); }
+  const uint8_t* scales(int64_t r) const { return codes(r) + K / 2; }
+};
+// Quantizes rows [r0, r1) of x (row stride xs floats) into `out`, which must already be sized for M rows.
+void nvfp4_prepare_a4(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out);
+void nvfp4_size_a4(int64_t M, int64_t K, Nvfp4A4Rows& out);
+
+// W4A16 rows: x reordered in groups of 32 as [16 even elements | 16 odd elements], row r at base + r * K.
+void nvfp4_prepare_a16(const float* x, int64_t xs, int64_t r0, int64_t r1, int64_t K, float* out);
+
+// y[m * ys + n] = (acc ? y : 0) + dot(row m0 + m, weight row n), m < rows (≤ kNvfp4MaxRows), n in [n0, n1).
+struct Nvfp4Kernels {
+  const char* name;
+  void (*w4a4)(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int rows, int64_t n0, int64_t n1, float* y,
+               int64_t ys, bool acc);
+  void (*w4a16)(const Nvfp4Weight& w, const float* xp, int rows, int64_t n0, int64_t n1, float* y, int64_t ys,
+                bool acc);
+};
+// nullptr when the build or CPU lacks the instruction set (AVX-512 F/BW/VL/VNNI; AVX2/FMA).
+const Nvfp4Kernels* nvfp4_avx512_kernels();
+const Nvfp4Kernels* nvfp4_avx2_kernels();
+
+// Tail helpers shared by the kernels: the reference's per-block terms for blocks [b0, b1) of weight row n.
+float nvfp4_w4a4_blocks(const Nvfp4Weight& w, int64_t n, const uint8_t* a_codes, const uint8_t* a_scales, int64_t b0,
+                        int64_t b1);
+// Σ over k in [k0, K) of x[k] · dequantized w[n, k], x in natural order.
+float nvfp4_w4a16_tail(const Nvfp4Weight& w, int64_t n, const float* x, int64_t k0);
+
+}  // namespace ninfer::cpu
