@@ -61,6 +61,7 @@ HfCheckpoint HfCheckpoint::open(const std::string& utf8_dir) {
   if (!ck.config.is_object()) fail(ErrorKind::kCorrupt, "{}: not a JSON object", path_to_utf8(config_path));
   ck.generation_config = read_json_if_exists(dir / "generation_config.json");
   ck.tokenizer_config = read_json_if_exists(dir / "tokenizer_config.json");
+  ck.hf_quant_config = read_json_if_exists(dir / "hf_quant_config.json");
   ck.tokenizer_json = read_text_if_exists(dir / "tokenizer.json");
   if (ck.tokenizer_json) parse_json_file(dir / "tokenizer.json", *ck.tokenizer_json);  // validate now, fail early
   ck.chat_template = read_text_if_exists(dir / "chat_template.jinja");

@@ -17,6 +17,7 @@ struct HfCheckpoint {
   nlohmann::json config;                    // config.json
   nlohmann::json generation_config;         // generation_config.json, or null
   nlohmann::json tokenizer_config;          // tokenizer_config.json, or null
+  nlohmann::json hf_quant_config;           // hf_quant_config.json (ModelOpt exports), or null
   std::optional<std::string> tokenizer_json;  // tokenizer.json bytes as they are
   std::optional<std::string> chat_template;   // chat_template.jinja, else tokenizer_config["chat_template"]
   std::vector<SafetensorsFile> shards;

@@ -1,6 +1,8 @@
 #include "engine/pack/packer.h"
 
 #include <chrono>
+#include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -9,12 +11,37 @@
 #include "engine/hf/hf_checkpoint.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weight_schema.h"
+#include "engine/pack/tensor_plan.h"
 
 namespace ninfer {
 
 namespace {
 
 bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
+
+void collect_ids(const nlohmann::json& j, std::vector<int32_t>& out) {
+  if (j.is_number_integer()) out.push_back(j.get<int32_t>());
+  else if (j.is_array())
+    for (const auto& v : j) collect_ids(v, out);
+}
+
+std::vector<int32_t> eos_ids(const nlohmann::json& meta) {
+  std::vector<int32_t> ids;
+  for (const char* where : {"config", "generation"}) {
+    const nlohmann::json& j = meta[where];
+    if (j.is_object() && j.contains("eos_token_id")) collect_ids(j["eos_token_id"], ids);
+    if (j.is_object() && j.contains("text_config") && j["text_config"].contains("eos_token_id"))
+      collect_ids(j["text_config"]["eos_token_id"], ids);
+  }
+  return ids;
+}
+
+// Sources that must outlive the writer: the plan holds views into their mappings.
+struct Sources {
+  std::optional<HfCheckpoint> hf;
+  std::optional<Artifact> artifact;
+  std::vector<SafetensorsFile> extra;
+};
 
 }  // namespace
 
@@ -27,68 +54,129 @@ CanonicalName canonical_tensor_name(const std::string& hf_name) {
   return {hf_name, "main"};
 }
 
-PackReport pack_hf_checkpoint(const PackOptions& options) {
+PackReport pack_artifact(const PackOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
-  HfCheckpoint ck = HfCheckpoint::open(options.hf_dir);
-  const std::string config_source = options.hf_dir + "/config.json";
-  ModelConfig config = ModelConfig::from_hf_json(ck.config, config_source);
+  if (options.hf_dir.empty() == options.from_artifact.empty())
+    fail(ErrorKind::kInvalidArgument, "ninfer-pack: give exactly one of --hf DIR or --from ARTIFACT");
+  PackReport report;
+  Sources src;
+  TensorPlan plan;
+  nlohmann::json meta;
+  std::map<std::string, std::string> blobs;
+  std::string source_name;
+  std::optional<ModelConfig> config;
 
-  struct Item {
-    CanonicalName cn;
-    const SafetensorsTensor* t;
-  };
-  std::map<std::string, Item> items;  // canonical name → source
-  for (const auto& [hf_name, t] : ck.tensors) {
-    CanonicalName cn = canonical_tensor_name(hf_name);
-    if (!t->dtype)
-      fail(ErrorKind::kUnsupported, "{}: tensor '{}' has dtype {}, which ninfer-pack cannot store as-is (supported: F32, F16, BF16, I8, I32, F8_E4M3)",
-           ck.dir, hf_name, t->st_dtype);
-    auto [it, inserted] = items.emplace(cn.name, Item{cn, t});
-    if (!inserted)
-      fail(ErrorKind::kCorrupt, "{}: tensors '{}' and another both map to artifact name '{}'", ck.dir, hf_name, cn.name);
+  if (!options.hf_dir.empty()) {
+    src.hf.emplace(HfCheckpoint::open(options.hf_dir));
+    const HfCheckpoint& ck = *src.hf;
+    source_name = ck.dir;
+    config = ModelConfig::from_hf_json(ck.config, ck.dir + "/config.json");
+    auto nvfp4 = detect_nvfp4_checkpoint(ck.config, ck.hf_quant_config, ck.dir);
+    plan_hf_checkpoint(ck, nvfp4, plan);
+    meta["architecture"] = architecture_name(config->arch);
+    meta["config"] = ck.config;
+    meta["generation"] = ck.generation_config.is_object() ? ck.generation_config : nlohmann::json::object();
+    nlohmann::json tok_cfg = ck.tokenizer_config.is_object() ? ck.tokenizer_config : nlohmann::json::object();
+    tok_cfg.erase("chat_template");  // stored once, under "chat_template"
+    meta["tokenizer_config"] = tok_cfg;
+    meta["chat_template"] = ck.chat_template ? nlohmann::json(*ck.chat_template) : nlohmann::json(nullptr);
+    meta["quantization"] = {{"method", "none"}};
+    if (nvfp4) {
+      report.imported = nvfp4_source_name(nvfp4->source);
+      meta["quantization"] = {{"method", "nvfp4"},
+                              {"imported_from", report.imported},
+                              {"checkpoint_quantization", nvfp4->description}};
+    }
+    if (ck.tokenizer_json) blobs["tokenizer.json"] = *ck.tokenizer_json;
+    else spdlog::warn("{}: no tokenizer.json; the artifact can only be driven with token ids", ck.dir);
+  } else {
+    src.artifact.emplace(Artifact::open(options.from_artifact, {.verify_checksums = false, .show_progress = false}));
+    const Artifact& a = *src.artifact;
+    source_name = a.path();
+    config = ModelConfig::from_hf_json(a.config(), a.path() + " (metadata config)");
+    plan_artifact(a, plan);
+    meta = a.metadata();
+    meta.erase("tensors");
+    meta.erase("blobs");
+    meta.erase("format");
+    meta.erase("format_version");
+    if (!meta.contains("quantization")) meta["quantization"] = {{"method", "none"}};
+    for (const BlobInfo& b : a.blobs()) blobs[b.name] = std::string(*a.blob(b.name));
+    meta["repacked_from"] = a.path();
+  }
+  meta["producer"] = {{"name", "ninfer-pack"}, {"version", NINFER_VERSION}};
+
+  src.extra.reserve(options.add_safetensors.size());
+  for (const std::string& f : options.add_safetensors) {
+    src.extra.push_back(SafetensorsFile::open(f));
+    plan_safetensors(src.extra.back(), plan);
+  }
+
+  if (config->tie_word_embeddings && plan.find("lm_head.weight"))
+    spdlog::warn("{}: tie_word_embeddings is true but lm_head.weight is stored; it is kept and used", source_name);
+
+  if (options.draft.vocab > 0) {
+    if (options.draft.corpus.empty())
+      fail(ErrorKind::kInvalidArgument, "--draft-vocab {} needs --draft-corpus PATH", options.draft.vocab);
+    auto tok_it = blobs.find("tokenizer.json");
+    if (tok_it == blobs.end())
+      fail(ErrorKind::kNotFound, "{}: --draft-vocab needs the tokenizer, and there is no tokenizer.json", source_name);
+    const std::string head_name = config->tie_word_embeddings && !plan.find("lm_head.weight") ? "model.embed_tokens.weight"
+                                                                                              : "lm_head.weight";
+    const PlannedTensor* head = plan.find(head_name);
+    if (!head) fail(ErrorKind::kNotFound, "{}: --draft-vocab: no '{}' to take rows from", source_name, head_name);
+    Tokenizer tok = Tokenizer::from_json(tok_it->second);
+    const std::string chat_template = meta["chat_template"].is_string() ? meta["chat_template"].get<std::string>() : "";
+    DraftVocab dv = select_draft_vocab(tok, read_draft_corpus(options.draft.corpus), chat_template, eos_ids(meta),
+                                       options.draft.vocab);
+    plan_draft_lm_head(dv, *head, plan);
+    report.draft_vocab = dv.ids.size();
+    report.draft_coverage = dv.corpus_tokens ? double(dv.covered_tokens) / double(dv.corpus_tokens) : 0.0;
+    meta["draft_lm_head"] = {{"vocab", dv.ids.size()}, {"source", head_name}, {"forced_ids", dv.forced},
+                             {"corpus_tokens", dv.corpus_tokens}, {"coverage", report.draft_coverage}};
+    spdlog::info("draft lm_head: {} of {} ids from {} corpus tokens ({} control tokens forced), coverage {:.4f}",
+                 dv.ids.size(), tok.vocab_size(), dv.corpus_tokens, dv.forced.size(), report.draft_coverage);
+  }
+
+  if (options.quant.nvfp4) {
+    report.quant = plan_nvfp4_quantization(*config, options.quant, plan);
+    nlohmann::json own = {{"recipe", "ModelOpt NVFP4QTensor.quantize, bit-exact (docs/nvfp4.md)"},
+                          {"block_size", 16},
+                          {"scale_groups", options.quant.scale_groups == Nvfp4ScaleGroups::kFused ? "fused" : "tensor"},
+                          {"keep", options.quant.keep},
+                          {"input_scale", "none (0): no calibration"},
+                          {"quantized_tensors", report.quant.quantized}};
+    meta["quantization"]["method"] = "nvfp4";
+    meta["quantization"]["ninfer_pack"] = own;
   }
 
   // Shapes and dtypes against config.json, before anything is written.
   check_weights(
-      config,
+      *config,
       [&](const std::string& name) -> std::optional<FoundWeight> {
-        auto it = items.find(name);
-        if (it == items.end()) return std::nullopt;
-        return FoundWeight{*it->second.t->dtype, it->second.t->shape};
+        const PlannedTensor* t = plan.find(name);
+        if (!t) return std::nullopt;
+        return FoundWeight{t->dtype, t->shape};
       },
-      ck.dir);
-  if (config.tie_word_embeddings && items.count("lm_head.weight"))
-    spdlog::warn("{}: tie_word_embeddings is true but lm_head.weight is stored; it is kept and used", ck.dir);
-
-  nlohmann::json meta;
-  meta["architecture"] = architecture_name(config.arch);
-  meta["config"] = ck.config;
-  meta["generation"] = ck.generation_config.is_object() ? ck.generation_config : nlohmann::json::object();
-  nlohmann::json tok_cfg = ck.tokenizer_config.is_object() ? ck.tokenizer_config : nlohmann::json::object();
-  tok_cfg.erase("chat_template");  // stored once, under "chat_template"
-  meta["tokenizer_config"] = tok_cfg;
-  meta["chat_template"] = ck.chat_template ? nlohmann::json(*ck.chat_template) : nlohmann::json(nullptr);
-  meta["quantization"] = {{"method", "none"}};
-  meta["producer"] = {{"name", "ninfer-pack"}, {"version", NINFER_VERSION}};
+      source_name);
 
   ArtifactWriter writer(meta);
-  if (ck.tokenizer_json) writer.add_blob("tokenizer.json", *ck.tokenizer_json);
-  else spdlog::warn("{}: no tokenizer.json; the artifact can only be driven with token ids", ck.dir);
-
-  PackReport report;
-  for (const auto& [name, item] : items) {
-    const SafetensorsTensor* t = item.t;
-    writer.add_tensor({name, item.cn.section, *t->dtype, t->shape,
-                       [t](const ByteSink& sink) {
-                         // Stream in 64 MiB pieces so the progress bar moves on large tensors.
-                         constexpr size_t kPiece = 64u << 20;
-                         for (size_t off = 0; off < t->data.size(); off += kPiece)
-                           sink(t->data.subspan(off, std::min(kPiece, t->data.size() - off)));
-                       }});
-    report.tensor_bytes += t->data.size();
-    report.tensors_per_section[item.cn.section]++;
+  for (const auto& [name, bytes] : blobs) writer.add_blob(name, bytes);
+  for (const auto& [name, t] : plan.tensors()) {
+    auto produce = t.produce;
+    if (!produce) {
+      const std::span<const std::byte> data = t.bytes;
+      produce = [data](const ByteSink& sink) {
+        constexpr size_t kPiece = 64u << 20;  // 64 MiB pieces so the progress bar moves on large tensors
+        for (size_t off = 0; off < data.size(); off += kPiece)
+          sink(data.subspan(off, std::min(kPiece, data.size() - off)));
+      };
+    }
+    writer.add_tensor({name, t.section, t.dtype, t.shape, produce});
+    report.tensor_bytes += *tensor_storage_bytes(t.dtype, t.shape);
+    report.tensors_per_section[t.section]++;
   }
-  report.tensors = items.size();
+  report.tensors = plan.tensors().size();
   report.file_bytes = writer.write(options.output, options.show_progress);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;

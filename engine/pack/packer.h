@@ -1,15 +1,23 @@
-// Owns turning a Hugging Face checkpoint directory into one .ninfer artifact (ninfer-pack's engine side).
+// Owns ninfer-pack's engine side: an HF checkpoint or an existing artifact (+ extra tensors, quantization, draft head) → one .ninfer artifact.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "engine/pack/draft_vocab.h"
+#include "engine/pack/quant_plan.h"
 
 namespace ninfer {
 
 struct PackOptions {
-  std::string hf_dir;
-  std::string output;
+  std::string hf_dir = {};                        // a Hugging Face checkpoint directory (plain, ModelOpt or CT NVFP4), or
+  std::string from_artifact = {};                 // an existing artifact: metadata, blobs and every tensor are copied
+  std::vector<std::string> add_safetensors = {};  // more tensors (dflash2.*, draft_lm_head.*, ...), routed by canonical name
+  std::string output = {};
+  QuantOptions quant = {};       // --quant nvfp4 and its policy
+  DraftVocabOptions draft = {};  // --draft-vocab N --draft-corpus PATH
   bool show_progress = true;
 };
 
@@ -18,7 +26,11 @@ struct PackReport {
   uint64_t tensor_bytes = 0;
   size_t tensors = 0;
   std::map<std::string, size_t> tensors_per_section;
-  double seconds = 0;  // wall time of the whole pack, reading and writing
+  std::string imported;       // "modelopt" / "compressed-tensors" for a pre-quantized checkpoint, else ""
+  QuantReport quant;          // what --quant nvfp4 did
+  size_t draft_vocab = 0;     // rows of the draft head written (0: none)
+  double draft_coverage = 0;  // fraction of corpus tokens the draft vocabulary holds
+  double seconds = 0;         // wall time of the whole pack, reading and writing
 };
 
 // Canonical artifact name and section of a checkpoint tensor name:
@@ -30,8 +42,11 @@ struct CanonicalName {
 };
 CanonicalName canonical_tensor_name(const std::string& hf_name);
 
-// Validates everything (config, dtypes, shapes against the config) before it writes a byte, then
-// writes the artifact atomically. Throws Error with one clear line; no output file on failure.
-PackReport pack_hf_checkpoint(const PackOptions& options);
+// Validates everything (config, dtypes, shapes against the config, name clashes, quantization policy)
+// before it writes a byte, then writes the artifact atomically. Exactly one of hf_dir / from_artifact.
+// Throws Error with one clear line; no output file on failure.
+PackReport pack_artifact(const PackOptions& options);
+// The same (the name older callers use).
+inline PackReport pack_hf_checkpoint(const PackOptions& options) { return pack_artifact(options); }
 
 }  // namespace ninfer

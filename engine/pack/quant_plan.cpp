@@ -1,0 +1,150 @@
+#include "engine/pack/quant_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <regex>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/core/error.h"
+#include "engine/core/half.h"
+#include "engine/model/weight_schema.h"
+#include "engine/quant/nvfp4.h"
+
+namespace ninfer {
+
+std::vector<std::string> default_nvfp4_keep() {
+  return {"*.linear_attn.in_proj_a.weight", "*.linear_attn.in_proj_b.weight", "mtp.*"};
+}
+
+bool glob_match(std::string_view p, std::string_view s) {
+  size_t pi = 0, si = 0, star = std::string_view::npos, mark = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && (p[pi] == '?' || p[pi] == s[si])) {
+      ++pi, ++si;
+    } else if (pi < p.size() && p[pi] == '*') {
+      star = pi++, mark = si;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1, si = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+std::string nvfp4_scale_group(const std::string& name) {
+  static const std::regex re(R"(^(.*\.)(self_attn\.(q|k|v)_proj|mlp\.(gate|up)_proj|linear_attn\.in_proj_(qkv|z|a|b))\.weight$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, re)) return "";
+  const std::string leaf = m[2].str();
+  if (leaf.rfind("self_attn.", 0) == 0) return m[1].str() + "self_attn.qkv";
+  if (leaf.rfind("mlp.", 0) == 0) return m[1].str() + "mlp.gate_up";
+  return m[1].str() + "linear_attn.in";
+}
+
+std::vector<float> tensor_to_f32(const PlannedTensor& t) {
+  const uint64_t n = *element_count(t.shape);
+  std::vector<float> out(n);
+  if (t.bytes.size() != n * dtype_element_bytes(t.dtype))
+    fail(ErrorKind::kInternal, "{}: {} bytes for {} elements of {}", t.origin, t.bytes.size(), n, dtype_name(t.dtype));
+  if (t.dtype == DType::kF32) {
+    std::memcpy(out.data(), t.bytes.data(), n * 4);
+    return out;
+  }
+  std::vector<uint16_t> h(n);
+  std::memcpy(h.data(), t.bytes.data(), n * 2);
+  if (t.dtype == DType::kBF16) bf16_to_f32(h.data(), out.data(), n);
+  else if (t.dtype == DType::kF16) f16_to_f32(h.data(), out.data(), n);
+  else fail(ErrorKind::kInternal, "{}: tensor_to_f32 of {}", t.origin, dtype_name(t.dtype));
+  return out;
+}
+
+namespace {
+
+bool plain_float(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
+
+float amax_of(const std::vector<float>& w, const std::string& origin) {
+  float a = 0.0f;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!std::isfinite(w[i])) fail(ErrorKind::kInvalidArgument, "{}: element {} is {} (must be finite)", origin, i, w[i]);
+    a = std::max(a, std::fabs(w[i]));
+  }
+  return a;
+}
+
+}  // namespace
+
+QuantReport plan_nvfp4_quantization(const ModelConfig& config, const QuantOptions& options, TensorPlan& plan) {
+  QuantReport report;
+  const bool has_mtp = plan.find("mtp.fc.weight") != nullptr;
+  std::vector<bool> keep_used(options.keep.size(), false);
+  std::vector<const PlannedTensor*> chosen;
+  for (const ExpectedWeight& w : expected_weights(config, has_mtp)) {
+    if (w.kind != WeightKind::kProjection) continue;
+    const PlannedTensor* t = plan.find(w.name);
+    if (!t || !plain_float(t->dtype)) continue;  // missing (check_weights reports it) or already quantized
+    bool keep = false;
+    for (size_t i = 0; i < options.keep.size(); ++i)
+      if (glob_match(options.keep[i], w.name)) keep = keep_used[i] = true;
+    if (!keep && (t->shape.size() != 2 || t->shape[1] % static_cast<int64_t>(kNvfp4BlockSize) != 0)) {
+      spdlog::warn("{}: shape [{}, {}] is not a whole number of 16-element blocks; kept as {}", w.name, t->shape[0],
+                   t->shape.size() > 1 ? t->shape[1] : 0, dtype_name(t->dtype));
+      keep = true;
+    }
+    if (keep) report.kept.push_back(w.name);
+    else chosen.push_back(t);
+  }
+  for (size_t i = 0; i < options.keep.size(); ++i)
+    if (!keep_used[i])
+      fail(ErrorKind::kInvalidArgument, "--quant-keep '{}' matches no projection of this model (projections look like "
+           "'model.layers.0.mlp.up_proj.weight')", options.keep[i]);
+
+  // Shared weight_scale_2 of each fused group: the largest member amax / 2688 (ModelOpt's export takes the
+  // max of the members' weight amax; quantize_nvfp4 then runs with that scale for each member).
+  std::map<std::string, float> group_amax;
+  std::map<std::string, int> group_members;
+  std::map<std::string, float> own_amax;
+  for (const PlannedTensor* t : chosen) {
+    const float a = amax_of(tensor_to_f32(*t), t->origin);
+    own_amax[t->name] = a;
+    if (options.scale_groups != Nvfp4ScaleGroups::kFused) continue;
+    const std::string g = nvfp4_scale_group(t->name);
+    if (g.empty()) continue;
+    group_amax[g] = std::max(group_amax[g], a);
+    group_members[g]++;
+  }
+
+  for (const PlannedTensor* t : chosen) {
+    PlannedTensor q = *t;
+    const std::string g = options.scale_groups == Nvfp4ScaleGroups::kFused ? nvfp4_scale_group(t->name) : "";
+    // A group of one, or an all-zero group, is quantized with its own scale (identical, and the all-zero
+    // tensor keeps the documented scale_2 = 0 form).
+    const bool shared = !g.empty() && group_members[g] > 1 && group_amax[g] > 0.0f;
+    const float scale_2 = shared ? nvfp4_weight_scale_2(group_amax[g]) : 0.0f;
+    const uint64_t rows = static_cast<uint64_t>(t->shape[0]), cols = static_cast<uint64_t>(t->shape[1]);
+    PlannedTensor source = *t;
+    q.dtype = DType::kNVFP4;
+    q.origin = t->origin + (shared ? " (nvfp4, scale shared by " + g + ")" : " (nvfp4)");
+    q.bytes = {};
+    q.produce = [source, shared, scale_2, rows, cols](const ByteSink& sink) {
+      const std::vector<float> w = tensor_to_f32(source);
+      const std::array<int64_t, 2> shape = {source.shape[0], source.shape[1]};
+      std::vector<std::byte> out(nvfp4_layout(shape)->total_bytes);
+      if (shared) quantize_nvfp4(w.data(), rows, cols, scale_2, out);
+      else quantize_nvfp4(w.data(), rows, cols, out);
+      sink(out);
+    };
+    report.bytes_before += t->bytes.size();
+    report.bytes_after += *tensor_storage_bytes(DType::kNVFP4, t->shape);
+    report.quantized++;
+    plan.replace(std::move(q));
+  }
+  return report;
+}
+
+}  // namespace ninfer
