@@ -99,8 +99,9 @@ QuantReport plan_nvfp4_quantization(const ModelConfig& config, const QuantOption
     if (keep) report.kept.push_back(w.name);
     else chosen.push_back(t);
   }
+  const bool default_keep = options.keep == default_nvfp4_keep();  // e.g. no mtp.* in a model without MTP
   for (size_t i = 0; i < options.keep.size(); ++i)
-    if (!keep_used[i])
+    if (!keep_used[i] && !default_keep)
       fail(ErrorKind::kInvalidArgument, "--quant-keep '{}' matches no projection of this model (projections look like "
            "'model.layers.0.mlp.up_proj.weight')", options.keep[i]);
 

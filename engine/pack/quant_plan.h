@@ -43,7 +43,7 @@ struct QuantReport {
 
 // Replaces every projection of the weight schema that is stored as f32/f16/bf16 and not matched by a keep
 // glob with an nvfp4 tensor, quantized by quantize_nvfp4 (engine/quant/nvfp4.h) when the writer asks for it.
-// A kept glob that matches nothing is an error (a typo would silently quantize everything).
+// A user-given keep glob that matches nothing is an error (a typo would silently quantize everything).
 QuantReport plan_nvfp4_quantization(const ModelConfig& config, const QuantOptions& options, TensorPlan& plan);
 
 // A plain float tensor (f32/f16/bf16) as f32.
