@@ -1,6 +1,8 @@
 // ninfer-bench-backend: linear (y = x·Wᵀ) throughput of the CPU backend, in weight GB/s, next to the memory
-// bandwidth of the same machine measured with the same threads (memcpy and a read-only sweep).
+// bandwidth of the same machine measured with the same threads (memcpy and a read-only sweep); bf16/f16/f32 and
+// nvfp4 (W4A4 and W4A16) weights.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "bench/common/bandwidth.h"
 #include "engine/backend/backend.h"
 #include "engine/core/half.h"
+#include "engine/quant/nvfp4.h"
 
 using namespace ninfer;
 using Clock = std::chrono::steady_clock;
@@ -87,6 +90,31 @@ int main(int argc, char** argv) {
                  wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw,
                  2.0 * double(M) * double(N) * double(K) / t / 1e9);
     }
+  }
+  // nvfp4: the same weights packed (4.5 bits per weight), W4A4 and W4A16 backends; ms next to bf16's
+  {
+    const std::array<int64_t, 2> shape = {N, K};
+    std::vector<std::byte> packed(nvfp4_layout(shape)->total_bytes);
+    quantize_nvfp4(wf.data(), static_cast<uint64_t>(N), static_cast<uint64_t>(K), packed);
+    const Tensor w = Tensor::make(packed.data(), DType::kNVFP4, {N, K});
+    const double wbytes = static_cast<double>(packed.size());
+    for (Nvfp4Activations mode : {Nvfp4Activations::kNvfp4, Nvfp4Activations::kFloat}) {
+      CpuBackendOptions o = opt;
+      o.nvfp4_activations = mode;
+      auto nb = make_cpu_backend(o);
+      const char* label = mode == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16";
+      for (int64_t M : {1, 2, 4, 8, 32}) {
+        std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
+        for (auto& v : x) v = dist(rng);
+        const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
+        const double t = median_time(reps, [&] { nb->linear(yt, xt, w); });
+        fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>11.0f}% {:>11.0f}% {:>10.1f}\n", label, M, t * 1e3,
+                   wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw,
+                   2.0 * double(M) * double(N) * double(K) / t / 1e9);
+      }
+    }
+    fmt::print("(nvfp4 GB/s counts the packed bytes: codes + E4M3 scales; backend {})\n",
+               make_cpu_backend(opt)->name());
   }
   // per-op dispatch cost: many small linears (decode-sized ops) at this thread count
   {

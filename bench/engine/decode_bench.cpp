@@ -1,15 +1,18 @@
 // ninfer-bench-decode: decode tok/s (batch 1 and batch 8) and prefill tok/s of the CPU engine on a synthetic
-// Qwen3.5-shaped bf16 model, next to the memory-bandwidth roofline measured in the same run.
+// Qwen3.5-shaped model, bf16 and its NVFP4 derivative (W4A4 and W4A16), next to the memory-bandwidth roofline
+// measured in the same run.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "bench/common/bandwidth.h"
+#include "bench/common/nvfp4_artifact.h"
 #include "bench/common/synthetic_checkpoint.h"
 #include "engine/artifact/artifact.h"
 #include "engine/model/model_artifact.h"
@@ -57,6 +60,33 @@ std::vector<RequestResult> run(Engine& e, int batch, int prompt_len, int max_tok
   return out;
 }
 
+struct Measured {
+  std::string variant, backend;
+  double weight_gb = 0, decode1 = 0, decode_b = 0, prefill = 0;
+};
+
+Measured measure(const std::string& variant, const std::string& path, Nvfp4Activations mode, int threads, int prompt,
+                 int tokens, int batch) {
+  Artifact a = Artifact::open(path);
+  ModelConfig c = load_model_config(a);
+  uint64_t weight_bytes = 0;
+  for (const auto& t : a.tensors()) weight_bytes += t.bytes;
+  Engine e(a, c, {.max_context = prompt + tokens + 16, .prefill_chunk = 2048, .max_concurrency = batch,
+                  .kv_dtype = DType::kBF16, .threads = threads, .nvfp4_activations = mode});
+  std::fprintf(stderr, "%s: warming up (pages the weights in)...\n", variant.c_str());
+  run(e, 1, 8, 2, static_cast<int>(c.vocab_size));
+  Measured m{variant, e.backend_name(), weight_bytes / 1e9};
+  auto pre = run(e, 1, prompt, 1, static_cast<int>(c.vocab_size));
+  m.prefill = prompt / pre[0].timings.prefill_s;
+  auto one = run(e, 1, 16, tokens, static_cast<int>(c.vocab_size));
+  m.decode1 = (tokens - 1) / one[0].timings.decode_s;
+  auto many = run(e, batch, 16, tokens, static_cast<int>(c.vocab_size));
+  double window = 0;
+  for (const auto& r : many) window = std::max(window, r.timings.decode_s);
+  m.decode_b = batch * (tokens - 1) / window;
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,55 +100,57 @@ int main(int argc, char** argv) {
   app.add_option("--tokens", tokens, "decoded tokens per request");
   app.add_option("--prompt", prompt, "prompt tokens of the prefill measurement");
   app.add_option("--batch", batch, "sequences of the batched decode measurement");
+  bool keep_hf = false;
+  app.add_flag("--keep-hf", keep_hf, "keep the synthetic HF checkpoint in <dir>/hf (for converting it to GGUF)");
+  std::string variants = "bf16,w4a4,w4a16";
+  app.add_option("--variants", variants,
+                 "comma-separated: bf16 (the packed model), w4a4 / w4a16 (its NVFP4 derivative, activations NVFP4 / f32)");
   CLI11_PARSE(app, argc, argv);
 
   const std::string hf = dir + "/hf", art = dir + "/model.ninfer";
   auto config_json = bench::synthetic_qwen35_config(static_cast<uint64_t>(gb * 1e9));
-  if (!std::filesystem::exists(art)) {
+  if (!std::filesystem::exists(art) || (keep_hf && !std::filesystem::exists(hf + "/model.safetensors"))) {
     bench::write_synthetic_checkpoint(hf, config_json);
-    pack_hf_checkpoint({.hf_dir = hf, .output = art, .show_progress = true});
-    std::filesystem::remove_all(hf);
+    if (!std::filesystem::exists(art)) pack_hf_checkpoint({.hf_dir = hf, .output = art, .show_progress = true});
+    if (!keep_hf) std::filesystem::remove_all(hf);
   }
+  std::vector<std::string> wanted;
+  {
+    std::stringstream ss(variants);
+    for (std::string v; std::getline(ss, v, ',');) {
+      if (v != "bf16" && v != "w4a4" && v != "w4a16") {
+        std::fprintf(stderr, "--variants: unknown '%s' (bf16, w4a4, w4a16)\n", v.c_str());
+        return 2;
+      }
+      wanted.push_back(v);
+    }
+  }
+  const std::string art4 = dir + "/model-nvfp4.ninfer";
+  const bool need4 = std::find_if(wanted.begin(), wanted.end(), [](auto& v) { return v != "bf16"; }) != wanted.end();
+  if (need4 && !std::filesystem::exists(art4)) bench::write_nvfp4_artifact(art, art4);
+
   Artifact a = Artifact::open(art);
   ModelConfig c = load_model_config(a);
-  uint64_t weight_bytes = 0;
-  for (const auto& t : a.tensors()) weight_bytes += t.bytes;
-  // Bytes one decode step streams: every weight once (the embedding table too: it is the tied lm_head),
-  // except the embedding lookup itself, which reads one row.
-  const uint64_t bytes_per_token = weight_bytes;
-
-  Engine e(a, c, {.max_context = prompt + tokens + 16, .prefill_chunk = 2048, .max_concurrency = batch,
-                  .kv_dtype = DType::kBF16, .threads = threads});
-  std::fprintf(stderr, "warming up (pages the weights in)...\n");
-  run(e, 1, 8, 2, static_cast<int>(c.vocab_size));
-
-  auto pre = run(e, 1, prompt, 1, static_cast<int>(c.vocab_size));
-  const double prefill_tok_s = prompt / pre[0].timings.prefill_s;
-  auto one = run(e, 1, 16, tokens, static_cast<int>(c.vocab_size));
-  const double decode1 = (tokens - 1) / one[0].timings.decode_s;
-  auto many = run(e, batch, 16, tokens, static_cast<int>(c.vocab_size));
-  double window = 0;
-  for (const auto& r : many) window = std::max(window, r.timings.decode_s);
-  const double decode_b = batch * (tokens - 1) / window;
+  std::vector<Measured> rows;
+  for (const auto& v : wanted) {
+    rows.push_back(measure(v, v == "bf16" ? art : art4, v == "w4a16" ? Nvfp4Activations::kFloat : Nvfp4Activations::kNvfp4,
+                           threads, prompt, tokens, batch));
+  }
 
   const double copy_bw = bench::memcpy_bandwidth(size_t(1) << 30, threads, 5);
   const double read_bw = bench::read_bandwidth(size_t(1) << 30, threads, 5);
-  const double roofline = copy_bw / static_cast<double>(bytes_per_token);
-
-  fmt::print("| measurement | value |\n|---|---|\n");
-  fmt::print("| model | synthetic qwen3_5, {} layers ({} GDN + {} attention), hidden {}, vocab {}, {:.3f} GB bf16 |\n",
-             c.num_layers, c.num_linear_attention_layers(), c.num_full_attention_layers(), c.hidden_size,
-             c.vocab_size, weight_bytes / 1e9);
-  fmt::print("| backend | {} |\n", e.backend_name());
-  fmt::print("| memcpy bandwidth ({} threads) | {:.2f} GB/s |\n", threads, copy_bw / 1e9);
-  fmt::print("| read bandwidth ({} threads) | {:.2f} GB/s |\n", threads, read_bw / 1e9);
-  fmt::print("| bytes read per decoded token (batch 1) | {:.3f} GB |\n", bytes_per_token / 1e9);
-  fmt::print("| roofline, batch 1 (memcpy bandwidth / bytes per token) | {:.2f} tok/s |\n", roofline);
-  const double read_roofline = read_bw / static_cast<double>(bytes_per_token);
-  fmt::print("| roofline, batch 1 (read bandwidth / bytes per token) | {:.2f} tok/s |\n", read_roofline);
-  fmt::print("| decode, batch 1 | {:.2f} tok/s ({:.0f}% of the memcpy roofline, {:.0f}% of the read roofline) |\n",
-             decode1, 100.0 * decode1 / roofline, 100.0 * decode1 / read_roofline);
-  fmt::print("| decode, batch {} (sum over sequences) | {:.2f} tok/s |\n", batch, decode_b);
-  fmt::print("| prefill, {} tokens | {:.1f} tok/s |\n", prompt, prefill_tok_s);
+  fmt::print("model: synthetic qwen3_5, {} layers ({} GDN + {} attention), hidden {}, vocab {}, tied embeddings\n",
+             c.num_layers, c.num_linear_attention_layers(), c.num_full_attention_layers(), c.hidden_size, c.vocab_size);
+  fmt::print("memcpy bandwidth ({} threads): {:.2f} GB/s; read bandwidth: {:.2f} GB/s\n\n", threads, copy_bw / 1e9,
+             read_bw / 1e9);
+  // Bytes one batch-1 decode step streams: every weight once (the tied embedding table is the lm_head).
+  fmt::print("| variant | backend | weights GB (= bytes per token) | roofline memcpy / read tok/s | decode b1 tok/s | "
+             "decode b{} tok/s | prefill {} tok/s | decode b1 vs {} |\n|---|---|---|---|---|---|---|---|\n",
+             batch, prompt, rows.front().variant);
+  for (const auto& m : rows) {
+    fmt::print("| {} | {} | {:.3f} | {:.1f} / {:.1f} | {:.2f} | {:.2f} | {:.1f} | {:.2f}x |\n", m.variant, m.backend,
+               m.weight_gb, copy_bw / (m.weight_gb * 1e9), read_bw / (m.weight_gb * 1e9), m.decode1, m.decode_b,
+               m.prefill, m.decode1 / rows.front().decode1);
+  }
   return 0;
 }
