@@ -255,5 +255,97 @@ TEST_F(PackImport, ImportedCheckpointsGiveTheLogitsOfOwnQuantization) {
               rel_err(mo4, mo));
 }
 
+std::string pack_error(const PackOptions& o) {
+  try {
+    pack_artifact(o);
+  } catch (const Error& e) {
+    EXPECT_FALSE(fs::exists(path_from_utf8(o.output))) << "a failed pack left " << o.output;
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PackImportErrors, UnsupportedOrBrokenCheckpointsAreRefusedNamingTheCause) {
+  testing::TempDir dir;
+  const std::string mo = dir.file("mo"), out = dir.file("o.ninfer");
+  fs::copy(path_from_utf8(kCk + "modelopt"), path_from_utf8(mo));
+  nlohmann::json config = nlohmann::json::parse(testing::read_file(mo + "/config.json"));
+
+  auto with = [&](const nlohmann::json& qc) {
+    nlohmann::json c = config;
+    c["quantization_config"] = qc;
+    testing::write_file(mo + "/config.json", c.dump());
+    return pack_error({.hf_dir = mo, .output = out, .show_progress = false});
+  };
+  EXPECT_NE(with({{"quant_method", "awq"}}).find("quant_method 'awq'"), std::string::npos);
+  EXPECT_NE(with({{"quant_method", "modelopt"}, {"quant_algo", "FP8"}}).find("quant_algo 'FP8'"), std::string::npos);
+  EXPECT_NE(with({{"quant_method", "compressed-tensors"}, {"format", "float-quantized"}}).find("float-quantized"),
+            std::string::npos);
+  EXPECT_NE(with({{"quant_method", "modelopt"}, {"quant_algo", "NVFP4"}, {"group_size", 32}}).find("group_size 32"),
+            std::string::npos);
+
+  // Without any quantization config, the U8 codes are not a dtype the packer stores.
+  nlohmann::json plain = config;
+  plain.erase("quantization_config");
+  testing::write_file(mo + "/config.json", plain.dump());
+  fs::remove(path_from_utf8(mo + "/hf_quant_config.json"));
+  EXPECT_NE(pack_error({.hf_dir = mo, .output = out, .show_progress = false}).find("dtype U8"), std::string::npos);
+
+  // A NaN block scale (ModelOpt writes them for an all-zero tensor) and a missing part.
+  testing::write_file(mo + "/config.json", config.dump());
+  SafetensorsFile st = SafetensorsFile::open(kCk + "modelopt/model.safetensors");
+  std::map<std::string, testing::StTensor> t;
+  for (const auto& [name, x] : st.tensors())
+    t[name] = {x.st_dtype, x.shape, std::string(reinterpret_cast<const char*>(x.data.data()), x.data.size())};
+  auto nan = t;
+  nan["model.layers.3.mlp.down_proj.weight_scale"].bytes[5] = '\x7f';
+  testing::write_file(mo + "/model.safetensors", testing::make_safetensors(nan));
+  std::string e = pack_error({.hf_dir = mo, .output = out, .show_progress = false});
+  EXPECT_NE(e.find("model.layers.3.mlp.down_proj.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("NaN"), std::string::npos) << e;
+  auto missing = t;
+  missing.erase("model.layers.0.mlp.up_proj.weight_scale_2");
+  testing::write_file(mo + "/model.safetensors", testing::make_safetensors(missing));
+  e = pack_error({.hf_dir = mo, .output = out, .show_progress = false});
+  EXPECT_NE(e.find("model.layers.0.mlp.up_proj.weight_scale_2"), std::string::npos) << e;
+  auto extra = t;
+  extra["model.layers.3.self_attn.k_proj.k_scale"] = {"F32", {}, std::string(4, '\0')};
+  testing::write_file(mo + "/model.safetensors", testing::make_safetensors(extra));
+  e = pack_error({.hf_dir = mo, .output = out, .show_progress = false});
+  EXPECT_NE(e.find("k_scale"), std::string::npos) << e;
+
+  // A keep glob that matches nothing is a typo, not a policy.
+  e = pack_error({.hf_dir = kCk + "bf16", .output = out, .quant = {.nvfp4 = true, .keep = {"*.mlp.upproj.weight"}},
+                  .show_progress = false});
+  EXPECT_NE(e.find("*.mlp.upproj.weight"), std::string::npos) << e;
+}
+
+TEST(PackImportPolicy, KeepGlobsAndQuantAll) {
+  EXPECT_TRUE(glob_match("*.linear_attn.in_proj_a.weight", "model.layers.0.linear_attn.in_proj_a.weight"));
+  EXPECT_FALSE(glob_match("*.linear_attn.in_proj_a.weight", "model.layers.0.linear_attn.in_proj_qkv.weight"));
+  EXPECT_TRUE(glob_match("mtp.*", "mtp.layers.0.mlp.up_proj.weight"));
+  EXPECT_TRUE(glob_match("model.layers.?.mlp.*", "model.layers.3.mlp.down_proj.weight"));
+  EXPECT_FALSE(glob_match("model.layers.?.mlp.*", "model.layers.13.mlp.down_proj.weight"));
+  EXPECT_EQ(nvfp4_scale_group("model.layers.3.self_attn.k_proj.weight"), "model.layers.3.self_attn.qkv");
+  EXPECT_EQ(nvfp4_scale_group("model.layers.0.linear_attn.in_proj_z.weight"), "model.layers.0.linear_attn.in");
+  EXPECT_EQ(nvfp4_scale_group("model.layers.0.mlp.down_proj.weight"), "");
+
+  testing::TempDir dir;
+  const std::string all = dir.file("all.ninfer"), keep = dir.file("keep.ninfer");
+  pack_artifact({.hf_dir = kCk + "bf16", .output = all, .quant = {.nvfp4 = true, .keep = {}}, .show_progress = false});
+  pack_artifact({.hf_dir = kCk + "bf16", .output = keep,
+                 .quant = {.nvfp4 = true, .keep = {"*.mlp.*"}}, .show_progress = false});
+  Artifact a = Artifact::open(all), k = Artifact::open(keep);
+  EXPECT_EQ(a.require("model.layers.0.linear_attn.in_proj_a.weight").dtype, DType::kNVFP4);
+  EXPECT_EQ(a.require("model.layers.0.mlp.up_proj.weight").dtype, DType::kNVFP4);
+  EXPECT_EQ(a.require("lm_head.weight").dtype, DType::kBF16);
+  EXPECT_EQ(a.require("model.embed_tokens.weight").dtype, DType::kBF16);
+  EXPECT_EQ(k.require("model.layers.0.linear_attn.in_proj_a.weight").dtype, DType::kNVFP4);
+  EXPECT_EQ(k.require("model.layers.0.mlp.up_proj.weight").dtype, DType::kBF16);
+  EXPECT_EQ(k.require("model.layers.3.self_attn.q_proj.weight").dtype, DType::kNVFP4);
+  EXPECT_NO_THROW(load_model_config(a));
+  EXPECT_NO_THROW(load_model_config(k));
+}
+
 }  // namespace
 }  // namespace ninfer
