@@ -33,9 +33,9 @@ ninfer::DType kv_dtype_of(ninfer::server::KvDtype d) {
     case ninfer::server::KvDtype::kBf16: return ninfer::DType::kBF16;
     case ninfer::server::KvDtype::kF16: return ninfer::DType::kF16;
     case ninfer::server::KvDtype::kF32: return ninfer::DType::kF32;
-    case ninfer::server::KvDtype::kInt8: break;  // gated in serve_options until the int8 KV cache lands
+    case ninfer::server::KvDtype::kInt8: return ninfer::DType::kI8;
   }
-  ninfer::fail(ninfer::ErrorKind::kUnsupported, "--kv-dtype int8 is not built yet");
+  ninfer::fail(ninfer::ErrorKind::kInvalidArgument, "--kv-dtype: unknown value");
 }
 
 std::string model_name_of(const std::string& path) {
@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
     eo.kv_capacity = opt.kv_capacity.value_or(0);
     eo.kv_dtype = kv_dtype_of(opt.kv_dtype);
     eo.threads = opt.threads;
+    eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
     eo.greedy = opt.greedy;
     ninfer::MemoryPlan plan = ninfer::plan_memory(
         config, {.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,

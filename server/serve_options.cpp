@@ -41,7 +41,7 @@ constexpr FeatureGate kGates[] = {
     {"--tp", "tensor parallelism over more than one rank",
      [](const ServeOptions& o) { return o.tp > 1; }, false},
     {"--kv-dtype int8", "the int8 KV cache",
-     [](const ServeOptions& o) { return o.kv_dtype == KvDtype::kInt8; }, false},
+     [](const ServeOptions& o) { return o.kv_dtype == KvDtype::kInt8; }, true},
     {"--reasoning-budget", "the reasoning budget",
      [](const ServeOptions& o) { return o.reasoning_budget.has_value(); }, true},
 };
@@ -96,6 +96,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   std::string kv_capacity = "auto";
   std::string kv_dtype = "bf16";
   std::string spec = "none";
+  std::string nvfp4_activations = "w4a4";
   std::string devices;
   std::string api_keys;
   int64_t max_context = 0;
@@ -125,6 +126,10 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   app.add_option("--kv-dtype", kv_dtype, "KV cache element type")
       ->capture_default_str()
       ->check(CLI::IsMember({"int8", "bf16", "f16", "f32"}));
+  app.add_option("--nvfp4-activations", nvfp4_activations,
+                 "Activations of NVFP4 layers: w4a4 (quantized to NVFP4 per 16 elements) or w4a16 (kept in f32)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"w4a4", "w4a16"}));
   app.add_option("--max-concurrency", o.max_concurrency, "Sequences decoded together")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
@@ -186,6 +191,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                : kv_dtype == "bf16" ? KvDtype::kBf16
                : kv_dtype == "f16"  ? KvDtype::kF16
                                     : KvDtype::kF32;
+  o.nvfp4_w4a16 = nvfp4_activations == "w4a16";
   o.spec = spec == "mtp" ? SpecMethod::kMtp : spec == "dflash2" ? SpecMethod::kDflash2 : SpecMethod::kNone;
   if (*devices_opt) {
     for (const std::string& d : split_commas(devices)) {
@@ -237,8 +243,8 @@ std::string describe(const ServeOptions& o) {
                               o.port, o.prefill_chunk);
   s += o.max_context ? fmt::format(" --max-context {}", *o.max_context) : std::string();
   s += o.kv_capacity ? fmt::format(" --kv-capacity {}", *o.kv_capacity) : " --kv-capacity auto";
-  s += fmt::format(" --kv-dtype {} --max-concurrency {} --tp {}", kv_dtype_name(o.kv_dtype),
-                   o.max_concurrency, o.tp);
+  s += fmt::format(" --kv-dtype {} --nvfp4-activations {} --max-concurrency {} --tp {}", kv_dtype_name(o.kv_dtype),
+                   o.nvfp4_w4a16 ? "w4a16" : "w4a4", o.max_concurrency, o.tp);
   if (!o.devices.empty()) s += fmt::format(" --devices {}", fmt::join(o.devices, ","));
   if (!o.prefix_reuse) s += " --no-prefix-reuse";
   if (o.verify) s += " --verify";

@@ -25,6 +25,7 @@ struct ServeOptions {
   std::optional<int64_t> max_context;      // --max-context: unset = the model's maximum
   std::optional<int64_t> kv_capacity;      // --kv-capacity N|auto: unset = auto (fit free memory)
   KvDtype kv_dtype = KvDtype::kBf16;       // --kv-dtype
+  bool nvfp4_w4a16 = false;                // --nvfp4-activations w4a16 (default w4a4): NVFP4 layers keep f32 inputs
   int max_concurrency = 4;                 // --max-concurrency: sequences decoded together
   int tp = 1;                              // --tp: tensor-parallel ranks
   std::vector<int> devices;                // --devices 0,1: one device per tp rank (unset = 0..tp-1)

@@ -111,11 +111,18 @@ class Backend {
 
   // ---- attention over a paged KV cache ----
   // Stores this step's keys/values: k, v [T, n_kv, head_dim] f32 → cache.k/cache.v rows slots[t]
-  // (slot = block * block_size + offset; a negative slot skips the token). Converts to the cache dtype.
+  // (slot = block * block_size + offset; a negative slot skips the token). Converts to the cache dtype: f32/bf16/f16
+  // rounded to nearest even; i8 quantized symmetrically per (token, kv head) row: scale = amax/127 (f32), code =
+  // round-half-even(x / scale) in [−127, 127], scale stored in cache.k_scale/v_scale[block, offset, head]; an all-zero
+  // row gives scale 0 and codes 0; a row holding inf/NaN throws Error(kInvalidArgument) (docs/kv-cache.md).
+  // A row depends only on its own values, so chunked writes store exactly what one write would.
+  // i8 caches need both scale tensors (f32 [num_blocks, block_size, n_kv]); float caches must pass none. A missing,
+  // misshapen or mistyped scale throws Error(kInvalidArgument) naming the op and the tensor (k_scale / v_scale).
   virtual void kv_write(const KvLayer& cache, const Tensor& k, const Tensor& v, std::span<const int32_t> slots) = 0;
   // Causal GQA softmax attention. out, q [T, n_heads, head_dim] f32; query head h uses kv head
   // h / (n_heads / n_kv). Row i of sequence s is at position seq_len[s] − n_new[s] + (i − q_start[s]) and attends
   // to cache positions [0, position]. scores = q·k · scale, softmax in f32. The new tokens must be written first.
+  // An i8 cache is read in place: q·k = k_scale · Σ q·code, and V rows enter as (p · v_scale) · code.
   virtual void attention(const Tensor& out, const Tensor& q, const KvLayer& cache, const PagedKv& kv, float scale) = 0;
 
   // ---- Gated DeltaNet ----

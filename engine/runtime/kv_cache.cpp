@@ -4,31 +4,54 @@
 
 namespace ninfer {
 
+namespace {
+void check_dtype(DType dtype) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16 && dtype != DType::kI8)
+    fail(ErrorKind::kUnsupported, "KV cache dtype {} is not supported (f32, bf16, f16, i8)", dtype_name(dtype));
+}
+
+// Bytes of one token's K (or V) row of one kv head: the codes, plus the f32 scale of an i8 row.
+uint64_t row_bytes(const ModelConfig& c, DType dtype) {
+  return static_cast<uint64_t>(c.head_dim) * dtype_element_bytes(dtype) + (dtype == DType::kI8 ? sizeof(float) : 0);
+}
+}  // namespace
+
 uint64_t KvCache::bytes_per_token(const ModelConfig& c, DType dtype) {
+  check_dtype(dtype);
   return static_cast<uint64_t>(c.num_full_attention_layers()) * 2 * static_cast<uint64_t>(c.num_kv_heads) *
-         static_cast<uint64_t>(c.head_dim) * dtype_element_bytes(dtype);
+         row_bytes(c, dtype);
 }
 
 KvCache::KvCache(Backend& backend, const ModelConfig& c, const KvCacheConfig& kv) : cfg_(kv) {
-  if (kv.dtype != DType::kF32 && kv.dtype != DType::kBF16 && kv.dtype != DType::kF16)
-    fail(ErrorKind::kUnsupported, "KV cache dtype {} is not supported (f32, bf16, f16)", dtype_name(kv.dtype));
+  check_dtype(kv.dtype);
   if (kv.block_size <= 0 || kv.num_blocks <= 0)
     fail(ErrorKind::kInvalidArgument, "KV cache needs positive block_size and num_blocks (got {} and {})",
          kv.block_size, kv.num_blocks);
-  const uint64_t per_layer = static_cast<uint64_t>(kv.num_blocks * kv.block_size * c.num_kv_heads * c.head_dim) *
-                             dtype_element_bytes(kv.dtype);
+  const int64_t rows = kv.num_blocks * kv.block_size * c.num_kv_heads;  // (token, kv head) rows per layer
+  const uint64_t per_layer = static_cast<uint64_t>(rows * c.head_dim) * dtype_element_bytes(kv.dtype);
+  auto make = [&](DType dtype, uint64_t bytes, std::initializer_list<int64_t> shape) {
+    Buffer b = backend.alloc(bytes);
+    Tensor t = Tensor::make(b.data(), dtype, shape, backend.device());
+    buffers_.push_back(std::move(b));
+    return t;
+  };
   for (int64_t l = 0; l < c.num_full_attention_layers(); ++l) {
     KvLayer layer;
-    for (Tensor* t : {&layer.k, &layer.v}) {
-      Buffer b = backend.alloc(per_layer);
-      *t = Tensor::make(b.data(), kv.dtype, {kv.num_blocks, kv.block_size, c.num_kv_heads, c.head_dim},
-                        backend.device());
-      buffers_.push_back(std::move(b));
-    }
+    for (Tensor* t : {&layer.k, &layer.v})
+      *t = make(kv.dtype, per_layer, {kv.num_blocks, kv.block_size, c.num_kv_heads, c.head_dim});
+    if (kv.dtype == DType::kI8)
+      for (Tensor* t : {&layer.k_scale, &layer.v_scale})
+        *t = make(DType::kF32, static_cast<uint64_t>(rows) * sizeof(float), {kv.num_blocks, kv.block_size, c.num_kv_heads});
     layers_.push_back(layer);
   }
   free_.reserve(static_cast<size_t>(kv.num_blocks));
   for (int64_t b = kv.num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+}
+
+uint64_t KvCache::allocated_bytes() const {
+  uint64_t n = 0;
+  for (const Buffer& b : buffers_) n += b.bytes;
+  return n;
 }
 
 bool KvCache::reserve(SeqId seq, int64_t tokens) {

@@ -1,4 +1,4 @@
-// Owns the paged KV cache: per-layer K/V block tensors, the free-block pool, each sequence's block table.
+// Owns the paged KV cache: per-layer K/V block tensors (and int8 scales), the free-block pool, each sequence's block table.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +15,13 @@ using SeqId = int64_t;
 struct KvCacheConfig {
   int64_t block_size = 16;  // tokens per block (docs/architecture.md: why 16)
   int64_t num_blocks = 0;   // blocks per layer; capacity = num_blocks · block_size tokens in all
-  DType dtype = DType::kF32;  // f32 | bf16 | f16
+  DType dtype = DType::kF32;  // f32 | bf16 | f16 | i8 (int8 codes + an f32 scale per token and kv head, docs/kv-cache.md)
 };
 
 class KvCache {
  public:
-  // Allocates [num_blocks, block_size, n_kv, head_dim] K and V tensors for every full-attention layer.
+  // Allocates [num_blocks, block_size, n_kv, head_dim] K and V tensors for every full-attention layer, and for i8 the
+  // f32 [num_blocks, block_size, n_kv] k_scale and v_scale tensors next to them.
   KvCache(Backend& backend, const ModelConfig& config, const KvCacheConfig& kv);
 
   // Grows `seq`'s block table to hold `tokens` tokens. Returns false, changing nothing, when the pool has
@@ -45,8 +46,11 @@ class KvCache {
   // K / V (and their scales, for an int8 cache) of the i-th full-attention layer (counting full-attention layers only).
   const KvLayer& layer(int64_t attn_layer) const { return layers_[static_cast<size_t>(attn_layer)]; }
 
-  // Bytes one token occupies across all layers (K and V), for memory planning.
+  // Bytes one token occupies across all layers (K and V, and for i8 their f32 scales), for memory planning:
+  //   layers · 2 · n_kv · (head_dim · element_bytes + (i8 ? 4 : 0)).
   static uint64_t bytes_per_token(const ModelConfig& config, DType dtype);
+  // Bytes this cache allocated (= capacity_tokens() · bytes_per_token()).
+  uint64_t allocated_bytes() const;
 
  private:
   KvCacheConfig cfg_;

@@ -16,7 +16,7 @@ struct MemoryPlanInput {
   int32_t max_concurrency = 1;
   int64_t kv_capacity = 0;    // tokens; 0 = auto (max_concurrency × max_context)
   int64_t kv_block_size = 16;
-  DType kv_dtype = DType::kF32;
+  DType kv_dtype = DType::kF32;  // f32 | bf16 | f16 | i8; KvCache::bytes_per_token (i8: codes + scales) sizes it
   uint64_t available_bytes = 0;  // free memory of the device (CPU: MemAvailable)
 };
 

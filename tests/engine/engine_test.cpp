@@ -6,41 +6,13 @@
 
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
+#include "tests/support/request_collector.h"
 #include "tests/model/reference_model.h"
 
 namespace ninfer {
 namespace {
 
-class Collector : public RequestObserver {
- public:
-  void on_tokens(std::span<const OutputToken> t) override {
-    std::lock_guard lock(mu_);
-    for (const auto& o : t) tokens.push_back(o.token.id), forced.push_back(o.forced);
-    cv_.notify_all();
-  }
-  void on_finish(const RequestResult& r) override {
-    std::lock_guard lock(mu_);
-    result = r;
-    done = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock lock(mu_);
-    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return done; }));
-  }
-  void wait_tokens(size_t n) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(60), [&] { return tokens.size() >= n || done; });
-  }
-  std::vector<int32_t> tokens;
-  std::vector<bool> forced;
-  RequestResult result;
-  bool done = false;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
+using testing::Collector;
 
 struct EngineFixture {
   explicit EngineFixture(const std::string& name, EngineOptions o) : ref(name) {

@@ -102,6 +102,7 @@ TEST(ServeOptions, BadValuesExitTwoAndNameTheFlag) {
   expect_usage_error({"--kv-capacity", "0"}, "--kv-capacity");
   expect_usage_error({"--max-context", "4096", "--kv-capacity", "1024"}, "--kv-capacity");
   expect_usage_error({"--kv-dtype", "fp8"}, "--kv-dtype");
+  expect_usage_error({"--nvfp4-activations", "w8a8"}, "--nvfp4-activations");
   expect_usage_error({"--max-concurrency", "0"}, "--max-concurrency");
   expect_usage_error({"--tp", "0"}, "--tp");
   expect_usage_error({"--devices", "0,x"}, "--devices");
@@ -152,13 +153,27 @@ TEST(ServeOptions, HelpListsEveryFlagAndExitsZero) {
   EXPECT_FALSE(r.options);
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag : {"--model", "--host", "--port", "--prefill-chunk", "--max-context", "--kv-capacity",
-                           "--kv-dtype", "--max-concurrency", "--tp", "--devices", "--no-prefix-reuse", "--greedy",
+                           "--kv-dtype", "--nvfp4-activations", "--max-concurrency", "--tp", "--devices", "--no-prefix-reuse", "--greedy",
                            "--spec", "--draft-tokens", "--lm-head-draft", "--log-jsonl", "--api-key",
                            "--served-model-name", "--reasoning-budget", "--threads"})
     EXPECT_NE(r.message.find(flag), std::string::npos) << flag << " missing from --help";
   ParsedServeOptions v = parse({"--version"});
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.message.find(NINFER_VERSION), std::string::npos);
+}
+
+TEST(ServeOptions, Int8KvAndNvfp4ActivationModes) {
+  ParsedServeOptions d = parse({});
+  ASSERT_TRUE(d.options) << d.message;
+  EXPECT_FALSE(d.options->nvfp4_w4a16);  // W4A4 by default, as the seed's artifacts run
+  ParsedServeOptions r = parse({"--kv-dtype", "int8", "--nvfp4-activations", "w4a16"});  // default gates
+  ASSERT_TRUE(r.options) << r.message;
+  EXPECT_EQ(r.options->kv_dtype, KvDtype::kInt8);
+  EXPECT_TRUE(r.options->nvfp4_w4a16);
+  EXPECT_NE(describe(*r.options).find("--nvfp4-activations w4a16"), std::string::npos) << describe(*r.options);
+  ParsedServeOptions a = parse({"--nvfp4-activations", "w4a4"});
+  ASSERT_TRUE(a.options) << a.message;
+  EXPECT_FALSE(a.options->nvfp4_w4a16);
 }
 
 TEST(ServeOptions, UnbuiltFeaturesFailAtStartNamingTheFlag) {

@@ -1,8 +1,10 @@
-// Paged-KV attention of the CPU backend: cache writes and causal GQA softmax attention (online softmax per block).
+// Paged-KV attention of the CPU backend: cache writes (f32/bf16/f16 converted, i8 quantized per token and kv head)
+// and causal GQA softmax attention (online softmax per block; i8 codes read in place).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "engine/backend/cpu/attention_int8.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 
@@ -12,11 +14,45 @@ namespace {
 
 void check_cache(const char* op, const char* arg, const Tensor& c) {
   check_cpu(op, arg, c);
-  if (c.dtype != DType::kF32 && c.dtype != DType::kBF16 && c.dtype != DType::kF16)
-    fail(ErrorKind::kUnsupported, "{}: {} dtype {} not supported (f32/bf16/f16)", op, arg, c.describe());
+  if (c.dtype != DType::kF32 && c.dtype != DType::kBF16 && c.dtype != DType::kF16 && c.dtype != DType::kI8)
+    fail(ErrorKind::kUnsupported, "{}: {} dtype {} not supported (f32/bf16/f16/i8)", op, arg, c.describe());
   if (c.ndim != 4)
     fail(ErrorKind::kInvalidArgument, "{}: {} must be [blocks, block_size, n_kv, head_dim], got {}", op, arg,
          c.describe());
+}
+
+// The scale tensor of an i8 cache: f32 [blocks, block_size, n_kv]; a float cache takes none.
+void check_scale(const char* op, const char* arg, const Tensor& s, const Tensor& cache) {
+  if (cache.dtype != DType::kI8) {
+    if (s.data != nullptr)
+      fail(ErrorKind::kInvalidArgument, "{}: {} is given ({}) but the {} cache takes no scales", op, arg, s.describe(),
+           dtype_name(cache.dtype));
+    return;
+  }
+  if (s.data == nullptr)
+    fail(ErrorKind::kInvalidArgument, "{}: {} is missing: the i8 cache {} needs f32 scales [{}, {}, {}]", op, arg,
+         cache.describe(), cache.dim(0), cache.dim(1), cache.dim(2));
+  check_f32(op, arg, s);
+  check_dims(op, arg, s, {cache.dim(0), cache.dim(1), cache.dim(2)});
+}
+
+// K and V agree in shape and dtype; i8 ones come with their scales.
+void check_layer(const char* op, const KvLayer& c) {
+  check_cache(op, "k_cache", c.k);
+  check_cache(op, "v_cache", c.v);
+  check_same_shape(op, "v_cache", c.v, c.k);
+  if (c.v.dtype != c.k.dtype)
+    fail(ErrorKind::kInvalidArgument, "{}: k_cache {} and v_cache {} differ in dtype", op, c.k.describe(),
+         c.v.describe());
+  check_scale(op, "k_scale", c.k_scale, c.k);
+  check_scale(op, "v_scale", c.v_scale, c.v);
+}
+
+// The int8 kernels matching the backend's SIMD choice.
+const Int8KvKernels& int8_kernels_for(const Kernels* k) {
+  if (k != &scalar_kernels())
+    if (const Int8KvKernels* a = int8_kv_avx2_kernels()) return *a;
+  return int8_kv_scalar_kernels();
 }
 
 constexpr int64_t kRowsPerTask = 16;
@@ -24,37 +60,45 @@ constexpr int64_t kRowsPerTask = 16;
 }  // namespace
 
 void CpuBackend::kv_write(const KvLayer& cache, const Tensor& k, const Tensor& v, std::span<const int32_t> slots) {
+  check_layer("kv_write", cache);
   const Tensor& k_cache = cache.k;
   const Tensor& v_cache = cache.v;
-  check_cache("kv_write", "k_cache", k_cache);
-  check_cache("kv_write", "v_cache", v_cache);
-  check_same_shape("kv_write", "v_cache", v_cache, k_cache);
-  if (v_cache.dtype != k_cache.dtype)
-    fail(ErrorKind::kInvalidArgument, "kv_write: k_cache {} and v_cache {} differ in dtype", k_cache.describe(),
-         v_cache.describe());
   check_f32("kv_write", "k", k);
   check_f32("kv_write", "v", v);
   const int64_t nb = k_cache.dim(0), bs = k_cache.dim(1), nkv = k_cache.dim(2), hd = k_cache.dim(3);
   check_dims("kv_write", "k", k, {static_cast<int64_t>(slots.size()), nkv, hd});
   check_same_shape("kv_write", "v", v, k);
+  const bool i8 = k_cache.dtype == DType::kI8;
+  const Int8KvKernels& ik = int8_kernels_for(k_);
   for (size_t t = 0; t < slots.size(); ++t) {
     const int64_t slot = slots[t];
     if (slot < 0) continue;
     const int64_t block = slot / bs, off = slot % bs;
     if (block >= nb) fail(ErrorKind::kInvalidArgument, "kv_write: slot {} (block {}) beyond the {} cache blocks", slot, block, nb);
     for (int64_t h = 0; h < nkv; ++h) {
-      k_->from_f32(static_cast<const float*>(k.at(static_cast<int64_t>(t), h)), k_cache.dtype, k_cache.at(block, off, h), hd);
-      k_->from_f32(static_cast<const float*>(v.at(static_cast<int64_t>(t), h)), v_cache.dtype, v_cache.at(block, off, h), hd);
+      const auto* kr = static_cast<const float*>(k.at(static_cast<int64_t>(t), h));
+      const auto* vr = static_cast<const float*>(v.at(static_cast<int64_t>(t), h));
+      if (!i8) {
+        k_->from_f32(kr, k_cache.dtype, k_cache.at(block, off, h), hd);
+        k_->from_f32(vr, v_cache.dtype, v_cache.at(block, off, h), hd);
+        continue;
+      }
+      bool bad_k = false, bad_v = false;
+      *static_cast<float*>(cache.k_scale.at(block, off, h)) =
+          ik.quantize(kr, static_cast<int8_t*>(k_cache.at(block, off, h)), hd, &bad_k);
+      *static_cast<float*>(cache.v_scale.at(block, off, h)) =
+          ik.quantize(vr, static_cast<int8_t*>(v_cache.at(block, off, h)), hd, &bad_v);
+      if (bad_k || bad_v)
+        fail(ErrorKind::kInvalidArgument, "kv_write: {} row of token {} kv head {} holds inf or NaN; an i8 cache "
+             "cannot store it", bad_k ? "k" : "v", t, h);
     }
   }
 }
 
 void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& cache, const PagedKv& kv, float scale) {
+  check_layer("attention", cache);
   const Tensor& k_cache = cache.k;
   const Tensor& v_cache = cache.v;
-  check_cache("attention", "k_cache", k_cache);
-  check_cache("attention", "v_cache", v_cache);
-  check_same_shape("attention", "v_cache", v_cache, k_cache);
   check_f32("attention", "q", q);
   check_f32("attention", "out", out);
   if (q.ndim != 3) fail(ErrorKind::kInvalidArgument, "attention: q must be [T, n_heads, head_dim], got {}", q.describe());
@@ -97,6 +141,8 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
   }
   const int64_t ntasks = static_cast<int64_t>(task_seq.size()) * nkv;
   const bool direct = k_cache.dtype == DType::kF32;
+  const bool i8 = k_cache.dtype == DType::kI8;  // codes read in place, widened in registers (attention_int8.h)
+  const Int8KvKernels& ik = int8_kernels_for(k_);
   auto run = [&](int64_t task, int thread) {
     const int64_t kh = task % nkv, ti = task / nkv;
     const int64_t s = task_seq[static_cast<size_t>(ti)], r0 = task_row0[static_cast<size_t>(ti)];
@@ -120,12 +166,24 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
     for (int64_t b = 0; b * bs <= last_pos; ++b) {
       const int64_t block = table[b];
       const int64_t nk = std::min(bs, last_pos + 1 - b * bs);  // valid keys of this block for the last row
-      const float *kb, *vb;
-      int64_t kstride;
-      if (direct) {
+      const float *kb = nullptr, *vb = nullptr;
+      const int8_t *kq = nullptr, *vq = nullptr;     // i8: codes of row 0 of this block and kv head
+      const float *ks = nullptr, *vs = nullptr;      // i8: their scales
+      int64_t kstride, vstride, kss = 0, vss = 0;  // row strides (elements) of K, V and their scales
+      if (i8) {
+        kq = static_cast<const int8_t*>(k_cache.at(block, 0, kh));
+        vq = static_cast<const int8_t*>(v_cache.at(block, 0, kh));
+        ks = static_cast<const float*>(cache.k_scale.at(block, 0, kh));
+        vs = static_cast<const float*>(cache.v_scale.at(block, 0, kh));
+        kstride = k_cache.stride[1];
+        vstride = v_cache.stride[1];
+        kss = cache.k_scale.stride[1];
+        vss = cache.v_scale.stride[1];
+      } else if (direct) {
         kb = static_cast<const float*>(k_cache.at(block, 0, kh));
         vb = static_cast<const float*>(v_cache.at(block, 0, kh));
         kstride = k_cache.stride[1];
+        vstride = v_cache.stride[1];
       } else {
         for (int64_t j = 0; j < nk; ++j) {
           k_->to_f32(k_cache.at(block, j, kh), k_cache.dtype, kbuf + j * hd, hd);
@@ -133,7 +191,7 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
         }
         kb = kbuf;
         vb = vbuf;
-        kstride = hd;
+        kstride = vstride = hd;
       }
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t pos = base_pos + r;
@@ -144,7 +202,8 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
           const float* qv = static_cast<const float*>(q.at(r, kh * G + g));
           float bmax = -std::numeric_limits<float>::infinity();
           for (int64_t j = 0; j < nvalid; ++j) {
-            sc[j] = k_->dot(qv, kb + j * kstride, hd) * scale;
+            sc[j] = i8 ? ik.dot(qv, kq + j * kstride, hd) * (ks[j * kss] * scale)
+                       : k_->dot(qv, kb + j * kstride, hd) * scale;
             bmax = std::max(bmax, sc[j]);
           }
           const float m_new = std::max(mx[a], bmax);
@@ -155,7 +214,8 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
           for (int64_t j = 0; j < nvalid; ++j) {
             const float p = std::exp(sc[j] - m_new);
             l += p;
-            k_->axpy(p, vb + j * kstride, ac, hd);
+            if (i8) ik.axpy(p * vs[j * vss], vq + j * vstride, ac, hd);
+            else k_->axpy(p, vb + j * vstride, ac, hd);
           }
           sum[a] = l;
           mx[a] = m_new;

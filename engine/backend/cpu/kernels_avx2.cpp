@@ -10,7 +10,7 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define NINFER_HAVE_AVX2_VARIANT 1
-#include <immintrin.h>
+#include "engine/backend/cpu/simd_avx2.h"
 #endif
 
 namespace ninfer::cpu {
@@ -46,14 +46,7 @@ struct WF16 {
   static inline float get(const T* p) { return f16_to_f32(*p); }
 };
 
-NINFER_AVX2 inline float hsum(__m256 v) {
-  const __m128 lo = _mm256_castps256_ps128(v);
-  const __m128 hi = _mm256_extractf128_ps(v, 1);
-  __m128 s = _mm_add_ps(lo, hi);
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hsum;
 
 // M activation rows x NR weight rows per inner step; M * NR accumulators live in registers.
 // xp is the activation block packed in 8-column panels: element (m, k) for k < K8 at xp[k * M + m * 8 + k % 8]
@@ -166,24 +159,11 @@ NINFER_AVX2 void gemm_avx2(const float* x, int64_t xs, int rows, const void* wv,
 }
 
 NINFER_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-  }
-  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-  float s = hsum(_mm256_add_ps(s0, s1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
+  return simd::dot(a, b, n, simd::load8_f32, simd::scalar_f32);
 }
 
 NINFER_AVX2 void axpy_avx2(float a, const float* x, float* y, int64_t n) {
-  const __m256 av = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
+  simd::axpy(a, x, y, n, simd::load8_f32, simd::scalar_f32);
 }
 
 NINFER_AVX2 void scale_avx2(float a, float* y, int64_t n) {

@@ -4,7 +4,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NINFER_HAVE_AVX2_NVFP4 1
-#include <immintrin.h>
+#include "engine/backend/cpu/simd_avx2.h"
 #endif
 
 namespace ninfer::cpu {
@@ -29,12 +29,7 @@ NINFER_AVX2 inline __m256 dequant8(__m128i v8, __m256 s) {
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v8)), _mm256_set1_ps(0.5f)), s);
 }
 
-NINFER_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hsum;
 
 template <int MR>
 NINFER_AVX2 void w4a4_rows(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int64_t n0, int64_t n1, float* y,
