@@ -1,5 +1,6 @@
 // AVX2 + FMA NVFP4 kernels: packed weights decoded in registers (vpshufb LUT), W4A4 through vpmaddubsw/vpmaddwd.
 // Every function carries a target attribute and runs only after the runtime CPU check in nvfp4_avx2_kernels().
+#include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -153,15 +154,10 @@ NINFER_AVX2 void w4a16(const Nvfp4Weight& w, const float* xp, int rows, int64_t 
   }
 }
 
-bool cpu_has_avx2_fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 }  // namespace
 
 const Nvfp4Kernels* nvfp4_avx2_kernels() {
-  static const bool ok = cpu_has_avx2_fma();
+  static const bool ok = cpu_supports_avx2_fma_f16c();  // one CPU probe for every AVX2 table (F16C: all AVX2 CPUs)
   static const Nvfp4Kernels k{"avx2", w4a4, w4a16};
   return ok ? &k : nullptr;
 }
