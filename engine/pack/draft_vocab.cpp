@@ -132,12 +132,21 @@ void plan_draft_lm_head(const DraftVocab& vocab, const PlannedTensor& lm_head, T
   std::string id_bytes(vocab.ids.size() * 4, '\0');
   std::memcpy(id_bytes.data(), vocab.ids.data(), id_bytes.size());
   const std::string origin = "--draft-vocab from " + lm_head.origin;
-  plan.add({"draft_lm_head.ids", "draft_lm_head", DType::kI32, {n}, origin, {},
+  // A draft head the source already has (a re-pack of an artifact with one) is rebuilt, not kept.
+  auto put = [&plan](PlannedTensor t) {
+    if (const PlannedTensor* old = plan.find(t.name)) {
+      spdlog::warn("--draft-vocab replaces '{}' from {}", t.name, old->origin);
+      plan.replace(std::move(t));
+    } else {
+      plan.add(std::move(t));
+    }
+  };
+  put({"draft_lm_head.ids", "draft_lm_head", DType::kI32, {n}, origin, {},
             [id_bytes](const ByteSink& sink) { sink(std::as_bytes(std::span(id_bytes.data(), id_bytes.size()))); }});
   const std::span<const std::byte> src = lm_head.bytes;
   const std::vector<int32_t> ids = vocab.ids;
   const uint64_t row_bytes = static_cast<uint64_t>(hidden) * elem;
-  plan.add({"draft_lm_head.weight", "draft_lm_head", lm_head.dtype, {n, hidden}, origin, {},
+  put({"draft_lm_head.weight", "draft_lm_head", lm_head.dtype, {n, hidden}, origin, {},
             [src, ids, row_bytes](const ByteSink& sink) {
               for (int32_t id : ids) sink(src.subspan(static_cast<uint64_t>(id) * row_bytes, row_bytes));
             }});
