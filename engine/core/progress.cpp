@@ -24,6 +24,11 @@ ProgressBar::ProgressBar(std::string label, uint64_t total_bytes, bool enabled)
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
+ProgressBar::ProgressBar(std::string label, std::string unit, uint64_t total, bool enabled)
+    : ProgressBar(std::move(label), total, enabled) {
+  unit_ = std::move(unit);
+}
+
 ProgressBar::~ProgressBar() {
   if (!finished_ && enabled_ && tty_) std::fputc('\n', stderr);
 }
@@ -50,9 +55,12 @@ void ProgressBar::draw(bool final_line) {
   constexpr int kWidth = 30;
   int filled = static_cast<int>(frac * kWidth);
   double rate = seconds > 0 ? static_cast<double>(done_) / seconds : 0.0;
-  std::string line = fmt::format("{} [{}{}] {:3.0f}% {:.2f}/{:.2f} GB {:.0f} MB/s {:.1f}s", label_,
-                                 std::string(filled, '#'), std::string(kWidth - filled, ' '),
-                                 frac * 100.0, done_ / 1e9, total_ / 1e9, rate / 1e6, seconds);
+  const std::string bar = std::string(filled, '#') + std::string(kWidth - filled, ' ');
+  std::string line = unit_.empty()
+                         ? fmt::format("{} [{}] {:3.0f}% {:.2f}/{:.2f} GB {:.0f} MB/s {:.1f}s", label_, bar, frac * 100.0,
+                                       done_ / 1e9, total_ / 1e9, rate / 1e6, seconds)
+                         : fmt::format("{} [{}] {:3.0f}% {}/{} {} {:.0f} {}/s {:.1f}s", label_, bar, frac * 100.0, done_,
+                                       total_, unit_, rate, unit_, seconds);
   if (tty_) {
     std::fprintf(stderr, "\r%s%s", line.c_str(), final_line ? "\n" : "");
   } else if (final_line) {

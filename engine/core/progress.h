@@ -9,10 +9,12 @@ namespace ninfer {
 
 // Draws "label [#####     ]  42% 1.2/2.9 GB 812 MB/s" on stderr, at most ~10 times a second.
 // On a non-terminal stderr it prints nothing until finish(), which writes one summary line.
+// With a `unit` (e.g. "tok") it counts items instead: "label [###   ]  42% 12288/29184 tok 812 tok/s".
 // Not thread-safe: one owner advances it.
 class ProgressBar {
  public:
   ProgressBar(std::string label, uint64_t total_bytes, bool enabled = true);
+  ProgressBar(std::string label, std::string unit, uint64_t total, bool enabled = true);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -26,6 +28,7 @@ class ProgressBar {
   std::string label_;
   uint64_t total_;
   uint64_t done_ = 0;
+  std::string unit_;  // empty: bytes
   bool enabled_;
   bool tty_;
   bool finished_ = false;
