@@ -174,7 +174,7 @@ void print_table(const std::vector<ModelResult>& results, const Options& o) {
   for (const auto& m : results)
     for (const auto& v : m.variants) {
       const auto& s = v.s;
-      fmt::print("| {} | {} | {} | {} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2f}% | {:.3f} → {:.3f} "
+      fmt::print("| {} | {} | {} | {} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2f}% | {:.5g} → {:.5g} "
                  "| {:.2f}% → {:.2f}% |\n",
                  m.name, v.spec.name, v.spec.nvfp4_weights ? "nvfp4" : m.weights_dtype, kv_name(v.spec.kv_dtype),
                  v.spec.prefill_chunk > 0 ? v.spec.prefill_chunk : o.window, s.positions, s.kl_mean, s.kl_p50,
