@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "bench/accuracy/bf16_artifact.h"
 #include "bench/accuracy/heldout_text.h"
 #include "bench/accuracy/logit_metrics.h"
 #include "bench/accuracy/variant_runner.h"
@@ -36,6 +37,7 @@ struct Options {
   std::string dir = "/tmp/ninfer-bench-accuracy";
   std::string json;
   std::string variants = "bf16kv,int8kv,int8kv-chunked,w4a4,w4a16";
+  std::string ref = "bf16";  // bf16: the weights rounded to bf16 when stored wider; shipped: as stored
   int threads = 2;
   int64_t tokens = 0, window = 512, small_chunk = 64;
 };
@@ -47,7 +49,7 @@ struct VariantResult {
 };
 
 struct ModelResult {
-  std::string name, path, weights_dtype, tokens_note;
+  std::string name, path, weights_dtype, ref_note, tokens_note;
   ModelConfig config;
   int64_t nvfp4_tensors = 0;
   double ref_seconds = 0;
@@ -78,6 +80,16 @@ ModelResult run_model(const std::string& model, const Options& o, const Tokenize
     pack_artifact({.hf_dir = model, .output = ref_path, .show_progress = false});
   }
   r.path = model;
+  {
+    const std::string stored = weights_dtype(Artifact::open(ref_path));
+    r.ref_note = fmt::format("{} as stored", stored);
+    if (o.ref == "bf16" && stored != "bf16") {  // the reference is a bf16 model: round the weights as torch would
+      const std::string p16 = (fs::path(o.dir) / (r.name + "-bf16.ninfer")).string();
+      const int64_t n = bench::write_bf16_artifact(ref_path, p16);
+      ref_path = p16;
+      r.ref_note = fmt::format("bf16, {} float tensors rounded from {}", n, stored);
+    }
+  }
   Artifact ref = Artifact::open(ref_path);
   r.config = load_model_config(ref);
   r.weights_dtype = weights_dtype(ref);
@@ -169,17 +181,17 @@ std::string kv_name(DType d) { return std::string(dtype_name(d)); }
 
 void print_table(const std::vector<ModelResult>& results, const Options& o) {
   fmt::print("| model | variant | weights | KV | prefill chunk | positions | KL mean | KL p50 | KL p95 | KL p99 | KL max "
-             "| top-1 agreement | ppl ref → variant | top-1 acc ref → variant |\n"
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+             "| top-1 agreement | flips: ref top-1 − top-2 gap p50 / max | ppl ref → variant | top-1 acc ref → variant |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& m : results)
     for (const auto& v : m.variants) {
       const auto& s = v.s;
-      fmt::print("| {} | {} | {} | {} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2f}% | {:.5g} → {:.5g} "
-                 "| {:.2f}% → {:.2f}% |\n",
+      fmt::print("| {} | {} | {} | {} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2e} | {:.2f}% | {}: {:.2g} / {:.2g} "
+                 "| {:.5g} → {:.5g} | {:.2f}% → {:.2f}% |\n",
                  m.name, v.spec.name, v.spec.nvfp4_weights ? "nvfp4" : m.weights_dtype, kv_name(v.spec.kv_dtype),
                  v.spec.prefill_chunk > 0 ? v.spec.prefill_chunk : o.window, s.positions, s.kl_mean, s.kl_p50,
-                 s.kl_p95, s.kl_p99, s.kl_max, 100 * s.top1_agreement, s.ppl_base, s.ppl_variant, 100 * s.acc_base,
-                 100 * s.acc_variant);
+                 s.kl_p95, s.kl_p99, s.kl_max, 100 * s.top1_agreement, s.flips, s.flip_margin_p50, s.flip_margin_max,
+                 s.ppl_base, s.ppl_variant, 100 * s.acc_base, 100 * s.acc_variant);
     }
   for (const auto& m : results)
     for (const auto& v : m.variants)
@@ -193,7 +205,8 @@ nlohmann::json to_json(const std::vector<ModelResult>& results, const Options& o
                       {"threads", o.threads}, {"text", o.text}, {"documents", text_docs}, {"tokens", o.tokens},
                       {"window", o.window}, {"models", nlohmann::json::array()}};
   for (const auto& m : results) {
-    nlohmann::json jm = {{"name", m.name}, {"path", m.path}, {"weights", m.weights_dtype}, {"tokens", m.tokens_note},
+    nlohmann::json jm = {{"name", m.name}, {"path", m.path}, {"weights", m.weights_dtype}, {"reference", m.ref_note},
+                         {"tokens", m.tokens_note},
                          {"vocab", m.config.vocab_size}, {"hidden", m.config.hidden_size},
                          {"layers", m.config.num_layers}, {"nvfp4_tensors", m.nvfp4_tensors},
                          {"ref_seconds", m.ref_seconds}, {"variants", nlohmann::json::array()}};
@@ -205,7 +218,9 @@ nlohmann::json to_json(const std::vector<ModelResult>& results, const Options& o
                                 {"prefill_chunk", v.spec.prefill_chunk > 0 ? v.spec.prefill_chunk : o.window},
                                 {"positions", s.positions}, {"kl_mean", s.kl_mean}, {"kl_p50", s.kl_p50},
                                 {"kl_p95", s.kl_p95}, {"kl_p99", s.kl_p99}, {"kl_max", s.kl_max},
-                                {"top1_agreement", s.top1_agreement}, {"ppl_ref", s.ppl_base},
+                                {"top1_agreement", s.top1_agreement}, {"flips", s.flips},
+                                {"flip_ref_margin_p50", s.flip_margin_p50}, {"flip_ref_margin_max", s.flip_margin_max},
+                                {"ppl_ref", s.ppl_base},
                                 {"ppl_variant", s.ppl_variant}, {"top1_acc_ref", s.acc_base},
                                 {"top1_acc_variant", s.acc_variant}, {"seconds", v.seconds}});
     }
@@ -227,6 +242,8 @@ int main(int argc, char** argv) {
   app.add_option("--tokenizer-from", o.tokenizer_from, "artifact whose tokenizer feeds models that have none");
   app.add_option("--dir", o.dir, "scratch directory for packed and NVFP4-derived artifacts");
   app.add_option("--json", o.json, "write the results as JSON to this path");
+  app.add_option("--ref", o.ref, "reference weights: bf16 (rounded to bf16 when stored wider) or shipped (as stored)")
+      ->check(CLI::IsMember({"bf16", "shipped"}));
   app.add_option("--variants", o.variants, "comma-separated: bf16kv, int8kv, int8kv-chunked, w4a4, w4a16");
   app.add_option("--threads", o.threads, "CPU backend threads")->check(CLI::PositiveNumber);
   app.add_option("--tokens", o.tokens, "held-out tokens to use (0 = all of the text)")->check(CLI::NonNegativeNumber);
@@ -267,8 +284,8 @@ int main(int argc, char** argv) {
                o.text, docs, heldout.characters, heldout.tokens.size(), o.tokens > 0 ? fmt::format("{}", o.tokens) : "all",
                o.threads, cpu_model(), utc_now());
     for (const auto& m : results)
-      fmt::print("{}: {} layers, hidden {}, vocab {}, weights {}, tokens: {}; ref forward {:.1f} s\n", m.name,
-                 m.config.num_layers, m.config.hidden_size, m.config.vocab_size, m.weights_dtype, m.tokens_note,
+      fmt::print("{}: {} layers, hidden {}, vocab {}; reference weights {}, f32 KV; tokens: {}; ref forward {:.1f} s\n",
+                 m.name, m.config.num_layers, m.config.hidden_size, m.config.vocab_size, m.ref_note, m.tokens_note,
                  m.ref_seconds);
     fmt::print("\n");
     print_table(results, o);

@@ -20,11 +20,14 @@ void to_distribution(std::span<const float> logits, Distribution& out, const cha
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - m);
   const double lse = m + std::log(sum);
+  double second = -1;
   for (size_t i = 0; i < n; ++i) {
     out.logp[i] = static_cast<double>(logits[i]) - lse;
     out.p[i] = std::exp(out.logp[i]);
+    if (i != arg) second = std::max(second, out.p[i]);
   }
   out.argmax = static_cast<int32_t>(arg);
+  out.margin = second < 0 ? 1.0 : out.p[arg] - second;
 }
 
 PositionMetrics compare(const Distribution& base, const Distribution& variant, int32_t target) {
@@ -36,6 +39,7 @@ PositionMetrics compare(const Distribution& base, const Distribution& variant, i
     if (base.p[i] > 0) kl += base.p[i] * (base.logp[i] - variant.logp[i]);
   r.kl = std::max(kl, 0.0);  // ≥ 0 in exact arithmetic; summation can leave −1e-17 for identical rows
   r.top1_agree = base.argmax == variant.argmax;
+  r.base_margin = base.margin;
   if (target >= 0) {
     if (static_cast<size_t>(target) >= base.logp.size())
       fail(ErrorKind::kInvalidArgument, "compare: target {} is outside the vocabulary [0, {})", target, base.logp.size());
@@ -50,6 +54,7 @@ PositionMetrics compare(const Distribution& base, const Distribution& variant, i
 void MetricAccumulator::add(const PositionMetrics& m, bool has_target) {
   kl_.push_back(m.kl);
   agree_ += m.top1_agree;
+  if (!m.top1_agree) flip_margin_.push_back(m.base_margin);
   if (has_target) {
     ++targets_;
     nll_base_ += m.nll_base, nll_variant_ += m.nll_variant;
@@ -68,6 +73,11 @@ MetricSummary MetricAccumulator::summary() const {
   s.kl_p50 = percentile(kl_, 50), s.kl_p95 = percentile(kl_, 95), s.kl_p99 = percentile(kl_, 99);
   s.kl_max = *std::max_element(kl_.begin(), kl_.end());
   s.top1_agreement = static_cast<double>(agree_) / static_cast<double>(kl_.size());
+  s.flips = static_cast<int64_t>(flip_margin_.size());
+  if (!flip_margin_.empty()) {
+    s.flip_margin_p50 = percentile(flip_margin_, 50);
+    s.flip_margin_max = *std::max_element(flip_margin_.begin(), flip_margin_.end());
+  }
   if (targets_ > 0) {
     const double t = static_cast<double>(targets_);
     s.ppl_base = std::exp(nll_base_ / t), s.ppl_variant = std::exp(nll_variant_ / t);

@@ -72,6 +72,7 @@ TEST(LogitMetrics, PairsMatchTorch) {
     to_distribution(floats(c["variant"]), q);
     EXPECT_EQ(p.argmax, c["argmax_ref"].get<int>()) << name;
     EXPECT_EQ(q.argmax, c["argmax_variant"].get<int>()) << name;
+    expect_rel(p.margin, c["margin_ref"].get<double>(), 1e-12, name + " margin");
     const PositionMetrics m = compare(p, q, c["target"].get<int>());
     expect_rel(m.kl, c["kl"].get<double>(), 1e-12, name + " kl");
     EXPECT_EQ(m.top1_agree, c["top1_agree"].get<bool>()) << name;
@@ -103,6 +104,9 @@ TEST(LogitMetrics, SummaryMatchesNumpy) {
   expect_rel(s.ppl_variant, w["ppl_variant"], 1e-10, "ppl_variant");
   EXPECT_DOUBLE_EQ(s.acc_base, w["acc_ref"].get<double>());
   EXPECT_DOUBLE_EQ(s.acc_variant, w["acc_variant"].get<double>());
+  EXPECT_EQ(s.flips, w["flips"].get<int64_t>());
+  expect_rel(s.flip_margin_p50, w["flip_margin_p50"], 1e-12, "flip_margin_p50");
+  expect_rel(s.flip_margin_max, w["flip_margin_max"], 1e-12, "flip_margin_max");
 }
 
 TEST(LogitMetrics, PercentileInterpolatesLinearly) {

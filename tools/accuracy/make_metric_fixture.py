@@ -7,7 +7,8 @@ Independent implementation in torch (float64): for each pair of logit rows (refe
   top1     = torch.argmax(reference) == torch.argmax(variant)   (first index of the maximum),
   nll_*    = -log_softmax(x)[target];
 and over all pairs the summary: mean KL, numpy.percentile(kl, 50 / 95 / 99) (linear), max, agreement fraction,
-perplexities exp(mean nll) and top-1 accuracies against the targets.
+perplexities exp(mean nll), top-1 accuracies against the targets, and over the pairs whose top-1 differs the
+reference's top-1 − top-2 probability gap (median, max).
 
   /work/venv/bin/python tools/accuracy/make_metric_fixture.py
 """
@@ -39,7 +40,7 @@ def pairs():
 
 
 def main():
-    rows, kls = [], []
+    rows, kls, flip_margins = [], [], []
     agree = 0
     nll_r = nll_v = 0.0
     acc_r = acc_v = 0
@@ -50,10 +51,14 @@ def main():
         lr, lv = torch.log_softmax(r, 0), torch.log_softmax(v, 0)
         kl = float(torch.nn.functional.kl_div(lv, lr, log_target=True, reduction="sum"))
         ar, av = int(torch.argmax(r)), int(torch.argmax(v))
+        top2 = torch.topk(torch.softmax(r, 0), 2).values
+        margin = float(top2[0] - top2[1])
         rows.append({"name": name, "ref": ref, "variant": var, "target": target, "kl": kl, "top1_agree": ar == av,
-                     "argmax_ref": ar, "argmax_variant": av, "nll_ref": float(-lr[target]),
+                     "argmax_ref": ar, "argmax_variant": av, "margin_ref": margin, "nll_ref": float(-lr[target]),
                      "nll_variant": float(-lv[target])})
         kls.append(kl)
+        if ar != av:
+            flip_margins.append(margin)
         agree += ar == av
         nll_r += float(-lr[target])
         nll_v += float(-lv[target])
@@ -63,7 +68,9 @@ def main():
     summary = {"positions": n, "kl_mean": float(np.mean(kls)), "kl_p50": float(np.percentile(kls, 50)),
                "kl_p95": float(np.percentile(kls, 95)), "kl_p99": float(np.percentile(kls, 99)),
                "kl_max": float(np.max(kls)), "top1_agreement": agree / n, "ppl_ref": float(np.exp(nll_r / n)),
-               "ppl_variant": float(np.exp(nll_v / n)), "acc_ref": acc_r / n, "acc_variant": acc_v / n}
+               "ppl_variant": float(np.exp(nll_v / n)), "acc_ref": acc_r / n, "acc_variant": acc_v / n,
+               "flips": len(flip_margins), "flip_margin_p50": float(np.percentile(flip_margins, 50)),
+               "flip_margin_max": float(np.max(flip_margins))}
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump({"generator": "tools/accuracy/make_metric_fixture.py (torch " + torch.__version__ + ", float64)",
