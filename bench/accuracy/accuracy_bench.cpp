@@ -32,8 +32,8 @@ namespace fs = std::filesystem;
 struct Options {
   std::vector<std::string> models;
   bool fixtures = false;
-  std::string text = std::string(NINFER_SOURCE_DIR) + "/bench/accuracy/data/heldout.jsonl";
-  std::string tokenizer_from = std::string(NINFER_SOURCE_DIR) + "/models/ninfer-tiny.ninfer";
+  std::string text = std::string(NINFER_SOURCE_ROOT) + "/bench/accuracy/data/heldout.jsonl";
+  std::string tokenizer_from = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
   std::string dir = "/tmp/ninfer-bench-accuracy";
   std::string json;
   std::string variants = "bf16kv,int8kv,int8kv-chunked,w4a4,w4a16";
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
     if (models.empty() && !o.fixtures) models.push_back(o.tokenizer_from);
     if (o.fixtures) {
       std::vector<std::string> dirs;
-      for (const auto& e : fs::directory_iterator(std::string(NINFER_SOURCE_DIR) + "/tests/data/reference/models"))
+      for (const auto& e : fs::directory_iterator(std::string(NINFER_SOURCE_ROOT) + "/tests/data/reference/models"))
         if (e.is_directory()) dirs.push_back(e.path().string());
       std::sort(dirs.begin(), dirs.end());
       models.insert(models.end(), dirs.begin(), dirs.end());
