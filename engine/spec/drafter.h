@@ -1,0 +1,75 @@
+// Owns the interface every speculative drafter implements (MTP, DFlash2, test drafters) and what the engine
+// hands it: the target's per-row features of committed tokens in, greedy draft tokens out (docs/speculative.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/runtime/kv_cache.h"
+
+namespace ninfer {
+
+// Which target activations a drafter is conditioned on. Per token row the engine hands over, concatenated in
+// this order: the output of each decoder layer in `layers` (the residual stream x after that layer, [H] each),
+// then, when `final_hidden`, the hidden state after the target's final norm (the row lm_head reads, [H]).
+struct FeatureSpec {
+  std::vector<int64_t> layers;
+  bool final_hidden = false;
+
+  int64_t width(int64_t hidden) const {
+    return (static_cast<int64_t>(layers.size()) + (final_hidden ? 1 : 0)) * hidden;
+  }
+  bool empty() const { return layers.empty() && !final_hidden; }
+};
+
+// Rows the target has computed for committed tokens of one sequence: positions [start, start + n). Row i
+// carries the target features at position start + i and next_tokens[i], the committed token at start + i + 1
+// (the token the row was followed by; its last entry is the sequence's newest token, whose own row the
+// target has not computed yet). features is host f32 [n, FeatureSpec::width(H)], row-major.
+struct DraftRows {
+  SeqId seq = 0;
+  int64_t start = 0;
+  std::span<const int32_t> next_tokens;
+  std::span<const float> features;
+};
+
+// Contract (the engine keeps it; every drafter relies on it):
+//  - observe() for a sequence starts at position 0 (after add_sequence) and continues where the previous
+//    committed rows ended, or earlier: a start below what the drafter holds discards everything it holds at
+//    positions ≥ start first (this is the rollback of rejected drafts: the drafter's own KV / state caches
+//    keep nothing past the committed tokens).
+//  - propose() is called only after observe() for every listed sequence; it drafts k tokens that follow the
+//    newest token (the last next_tokens entry) greedily, and may write scratch state at positions it will
+//    discard on the next observe().
+//  - Drafts are deterministic proposals (q is one-hot on the draft token); the rejection sampler uses that.
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+
+  virtual const FeatureSpec& features() const = 0;
+  // The largest k propose() accepts (DFlash2: block size − 1).
+  virtual int32_t max_draft_tokens() const = 0;
+
+  virtual void add_sequence(SeqId seq) = 0;
+  virtual void release(SeqId seq) = 0;
+
+  virtual void observe(std::span<const DraftRows> rows) = 0;
+  // drafts [seqs.size() · k], row-major per sequence, full-vocabulary token ids.
+  virtual void propose(std::span<const SeqId> seqs, int32_t k, std::span<int32_t> drafts) = 0;
+};
+
+// Builds the drafter once the engine has its backend (the drafter runs its ops on it). max_sequences and
+// max_context bound the drafter's own caches; the engine passes max_context = its context limit + draft_tokens,
+// since one propose() uses the largest k of the listed sequences (docs/speculative.md).
+struct DrafterLimits {
+  int32_t max_sequences = 1;
+  int64_t max_context = 0;
+  int32_t draft_tokens = 1;
+};
+using DrafterFactory = std::function<std::unique_ptr<Drafter>(Backend& backend, const DrafterLimits& limits)>;
+
+}  // namespace ninfer

@@ -1,0 +1,52 @@
+#include "engine/spec/drafter_registry.h"
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "engine/core/error.h"
+
+namespace ninfer {
+
+std::vector<std::string> drafter_methods() { return {"mtp"}; }
+
+namespace {
+
+[[noreturn]] void unknown_method(const std::string& where, std::string_view method) {
+  fail(ErrorKind::kInvalidArgument, "{}unknown speculative method '{}' (known: {})", where, method,
+       fmt::join(drafter_methods(), ", "));
+}
+
+}  // namespace
+
+int32_t default_draft_tokens(std::string_view method) {
+  if (method == "mtp") return 3;
+  unknown_method("", method);
+}
+
+DrafterFactory make_drafter_factory(std::string_view method, const Artifact& artifact, const ModelConfig& config,
+                                    bool lm_head_draft, const MtpOptions& mtp) {
+  if (method == "mtp") {
+    auto weights = std::make_shared<const MtpWeights>(MtpWeights::bind(artifact, config, lm_head_draft));
+    MtpOptions options = mtp;
+    options.lm_head_draft = lm_head_draft;
+    return [weights, config, options](Backend& backend, const DrafterLimits& limits) -> std::unique_ptr<Drafter> {
+      return std::make_unique<MtpDrafter>(config, *weights, backend, limits, options);
+    };
+  }
+  unknown_method(artifact.path() + ": ", method);
+}
+
+std::string describe_drafter(std::string_view method, const Artifact& artifact, const ModelConfig& config,
+                             bool lm_head_draft) {
+  if (method == "mtp") {
+    const MtpWeights w = MtpWeights::bind(artifact, config, lm_head_draft);
+    return fmt::format("mtp: {} MTP layer with its own KV cache, conditioned on the target's post-final-norm hidden; "
+                       "{} proposal head {} ({} of {} rows); verification with the full lm_head",
+                       config.mtp_num_layers, lm_head_draft ? "optimized" : "full",
+                       lm_head_draft ? "draft_lm_head" : "lm_head", w.head.dim(0), config.vocab_size);
+  }
+  unknown_method(artifact.path() + ": ", method);
+}
+
+}  // namespace ninfer

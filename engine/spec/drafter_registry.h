@@ -1,0 +1,34 @@
+// Owns the choice of speculative drafter by method name: what `--spec METHOD [--lm-head-draft]` builds from an artifact.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/artifact/artifact.h"
+#include "engine/model/model_config.h"
+#include "engine/spec/drafter.h"
+#include "engine/spec/mtp_drafter.h"
+
+namespace ninfer {
+
+// The methods make_drafter_factory() builds, in the order --spec lists them.
+std::vector<std::string> drafter_methods();
+
+// K when --draft-tokens is not given: mtp 3 (the seed's MTP3). An Error for an unknown method.
+int32_t default_draft_tokens(std::string_view method);
+
+// Checks now that `artifact` can serve `method` (its section, and draft_lm_head with `lm_head_draft`; an Error naming
+// the file and the missing section otherwise, or listing the known methods for an unknown one) and returns the
+// factory the engine calls once its backend exists. `artifact` must outlive every drafter the factory builds.
+// `mtp` tunes the MTP drafter (which hidden states; docs/mtp.md); other methods ignore it.
+DrafterFactory make_drafter_factory(std::string_view method, const Artifact& artifact, const ModelConfig& config,
+                                    bool lm_head_draft, const MtpOptions& mtp = {});
+
+// One line for the start log: method, layers, proposal head and its rows, e.g. "mtp: 1 MTP layer with its own KV
+// cache, conditioned on the target's post-final-norm hidden; optimized proposal head draft_lm_head (2048 of 8192
+// rows); verification with the full lm_head".
+std::string describe_drafter(std::string_view method, const Artifact& artifact, const ModelConfig& config,
+                             bool lm_head_draft);
+
+}  // namespace ninfer

@@ -1,0 +1,32 @@
+// Owns named, reusable activation buffers on a backend (grown on demand), for forwards that run every step.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <string>
+
+#include "engine/backend/backend.h"
+
+namespace ninfer {
+
+class ScratchBuffers {
+ public:
+  explicit ScratchBuffers(Backend& backend) : backend_(backend) {}
+
+  // A contiguous f32 tensor of `shape` in the buffer called `name`; the buffer grows (with headroom, so slowly
+  // growing batches reallocate rarely) and is reused by later calls with the same name.
+  Tensor get(const std::string& name, std::initializer_list<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    Buffer& b = buffers_[name];
+    if (b.bytes < bytes) b = backend_.alloc(bytes + bytes / 2);
+    return Tensor::make(b.data(), DType::kF32, shape, backend_.device());
+  }
+
+ private:
+  Backend& backend_;
+  std::map<std::string, Buffer> buffers_;
+};
+
+}  // namespace ninfer
