@@ -28,6 +28,11 @@ struct Buffer {
 struct SeqBatch {
   std::span<const int32_t> q_start;     // [S+1], q_start[0] = 0, q_start[S] = T, non-decreasing
   std::span<const int32_t> state_slot;  // [S] row of the per-sequence state pools (conv state, delta-rule state)
+  // Optional per-row state checkpoints (speculative decoding, docs/speculative.md): empty, or [T] where
+  // checkpoint_slot[t] >= 0 asks the GDN state ops to also copy the sequence's state as it stands right after row t
+  // into that slot of the same state tensor (−1 = no checkpoint for the row). A checkpoint slot must not be any
+  // sequence's state_slot, nor repeat within a sequence.
+  std::span<const int32_t> checkpoint_slot;
   int64_t num_seqs() const { return static_cast<int64_t>(q_start.size()) - 1; }
 };
 
@@ -130,7 +135,8 @@ class Backend {
   //   out[t, c] = act(Σ_{j<K} w[c, j] · x̃[t + j, c]),  x̃ = concat(state rows, x rows of the sequence)
   // x, out [T, C] f32 (out must not alias x); w [C, K] f32/bf16/f16 (HF conv1d.weight [C, 1, K] squeezed);
   // state [slots, K−1, C] f32: the last K−1 RAW inputs of each sequence, oldest first (zeros for a new sequence);
-  // updated in place with the newest K−1 raw inputs.
+  // updated in place with the newest K−1 raw inputs. With batch.checkpoint_slot, the K−1 newest raw inputs up to
+  // and including row t go to state row checkpoint_slot[t] (what the state would be had the sequence ended at t).
   virtual void conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& state, const SeqBatch& batch,
                       bool silu) = 0;
   // g = −exp(A_log) · softplus(a + dt_bias), beta = sigmoid(b). a, b, g, beta [T, nv] f32; A_log, dt_bias [nv]
@@ -141,6 +147,9 @@ class Backend {
   //   S ← exp(g_t) · S;  u = beta_t · (v_t − Sᵀ k_t);  S ← S + k_t uᵀ;  out_t = Sᵀ q_t
   // q, k [T, nk, dk] f32, ALREADY l2-normalised (q also scaled by dk^-½, see l2_norm); v, out [T, nv, dv] f32;
   // g, beta [T, nv] f32; state [slots, nv, dk, dv] f32 (HF layout, S[k][v]), read and updated in place.
+  // With batch.checkpoint_slot, S after row t is also copied to state row checkpoint_slot[t]; a sequence with any
+  // checkpoint row runs in recurrent form (kRecurrent whatever `algo` says), so each checkpoint equals the state
+  // token-by-token decoding reaches, bit for bit.
   virtual void gated_delta_rule(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
                                 const Tensor& beta, const Tensor& state, const SeqBatch& batch,
                                 DeltaRuleAlgo algo = DeltaRuleAlgo::kAuto) = 0;

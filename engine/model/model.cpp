@@ -21,7 +21,8 @@ Tensor Model::scratch(const std::string& name, std::initializer_list<int64_t> sh
   return Tensor::make(b.data(), DType::kF32, shape, backend_.device());
 }
 
-void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits) {
+void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
+                    const FeatureCapture& capture) {
   const ModelConfig& c = config_;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
@@ -30,12 +31,28 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     fail(ErrorKind::kInvalidArgument, "forward: logits span holds {} floats, {} rows × vocab {} need {}",
          logits.size(), R, c.vocab_size, R * c.vocab_size);
 
+  const int64_t H = c.hidden_size;
+  const bool capturing = capture.active();
+  const int64_t W = capturing ? capture.spec->width(H) : 0;
+  if (capturing) {
+    if (static_cast<int64_t>(capture.out.size()) != T * W)
+      fail(ErrorKind::kInvalidArgument, "forward: feature capture holds {} floats, {} rows × width {} need {}",
+           capture.out.size(), T, W, T * W);
+    for (int64_t l : capture.spec->layers)
+      if (l < 0 || l >= c.num_layers)
+        fail(ErrorKind::kInvalidArgument, "forward: feature layer {} outside the model's {} layers", l, c.num_layers);
+  }
+  // Column block j of the capture (layer features in spec order, then the final hidden state).
+  auto capture_block = [&](size_t j) {
+    return Tensor::strided(capture.out.data() + static_cast<int64_t>(j) * H, DType::kF32, {T, H}, {W, 1}, Device::kCpu);
+  };
+
   Tensor x = scratch("x", {T, c.hidden_size});
   Tensor h = scratch("h", {T, c.hidden_size});
   Tensor mix = scratch("mix", {T, c.hidden_size});
   backend_.embedding(x, w_.embed, batch.tokens);
 
-  int64_t attn_layer = 0, gdn_layer = 0;
+  int64_t attn_layer = 0, gdn_layer = 0, layer = 0;
   for (const LayerWeights& lw : w_.layers) {
     backend_.rms_norm(h, x, lw.input_norm, c.rms_norm_eps, norm_offset_);
     if (lw.type == LayerType::kFullAttention) attention_block(lw, attn_layer++, h, mix, batch, kv);
@@ -44,11 +61,21 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, norm_offset_);
     mlp_block(lw, h, mix);
     backend_.add(x, x, mix);
+    if (capturing)
+      for (size_t j = 0; j < capture.spec->layers.size(); ++j)
+        if (capture.spec->layers[j] == layer) backend_.copy(capture_block(j), x);
+    ++layer;
   }
 
   Tensor sel = scratch("sel", {R, c.hidden_size});
-  backend_.gather_rows(sel, x, batch.logit_rows);
-  backend_.rms_norm(sel, sel, w_.final_norm, c.rms_norm_eps, norm_offset_);
+  if (capturing && capture.spec->final_hidden) {  // every row through the final norm, the logit rows gathered after
+    backend_.rms_norm(h, x, w_.final_norm, c.rms_norm_eps, norm_offset_);
+    backend_.copy(capture_block(capture.spec->layers.size()), h);
+    backend_.gather_rows(sel, h, batch.logit_rows);
+  } else {
+    backend_.gather_rows(sel, x, batch.logit_rows);
+    backend_.rms_norm(sel, sel, w_.final_norm, c.rms_norm_eps, norm_offset_);
+  }
   Tensor out = scratch("logits", {R, c.vocab_size});
   backend_.linear(out, sel, w_.lm_head);
   backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), out);
@@ -95,7 +122,7 @@ void Model::delta_net_block(const LayerWeights& lw, int64_t gdn_layer, const Ten
   const int64_t nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
   const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
   const DeltaNetWeights& w = lw.gdn;
-  SeqBatch seqs{batch.q_start, batch.state_slot};
+  SeqBatch seqs{batch.q_start, batch.state_slot, batch.checkpoint_slot};
 
   Tensor qkv = scratch("gdn_qkv", {T, C});
   Tensor z = scratch("gdn_z", {T, nv, dv});

@@ -20,8 +20,10 @@ class Model {
   Model(const ModelConfig& config, ModelWeights weights, Backend& backend);
 
   // Runs every layer over the batch's new tokens, writing their K/V and advancing their linear state,
-  // and stores the logits of batch.logit_rows into `logits` (host, row-major [R, vocab]).
-  void forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits);
+  // and stores the logits of batch.logit_rows into `logits` (host, row-major [R, vocab]). With an active
+  // `capture`, also writes every row's features (FeatureCapture); the final norm then runs over all rows.
+  void forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
+               const FeatureCapture& capture = {});
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }

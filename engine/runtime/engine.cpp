@@ -35,8 +35,23 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   kv_ = std::make_unique<KvCache>(*backend_, config_,
                                     KvCacheConfig{.block_size = options_.kv_block_size, .num_blocks = blocks,
                                                   .dtype = options_.kv_dtype});
-  state_ = std::make_unique<LinearStateCache>(*backend_, config_, options_.max_concurrency);
+  // A verification block of K drafts has K + 1 rows; all but the last need a GDN state checkpoint.
+  const int64_t checkpoints = options_.drafter ? options_.draft_tokens : 0;
+  if (options_.drafter && options_.draft_tokens < 1)
+    fail(ErrorKind::kInvalidArgument, "engine options: draft_tokens {} must be at least 1", options_.draft_tokens);
+  state_ = std::make_unique<LinearStateCache>(*backend_, config_, options_.max_concurrency, checkpoints);
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_, *state_);
+  if (options_.drafter) {
+    // The drafter may write scratch up to draft_tokens positions past a sequence's last one.
+    auto drafter = options_.drafter(*backend_, DrafterLimits{.max_sequences = options_.max_concurrency,
+                                                             .max_context = options_.max_context + options_.draft_tokens,
+                                                             .draft_tokens = options_.draft_tokens});
+    spec_ = std::make_unique<SpecDecoder>(std::move(drafter), options_.draft_tokens, options_.max_concurrency, *state_,
+                                          config_.vocab_size);
+    spec_totals_.accepted_at.assign(static_cast<size_t>(options_.draft_tokens), 0);
+    spdlog::info("speculative decoding: {} draft tokens per step", options_.draft_tokens);
+  }
+  row_.resize(static_cast<size_t>(config_.vocab_size));
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{.max_concurrency = options_.max_concurrency,
                                                            .prefill_chunk = options_.prefill_chunk,
                                                            .kv_blocks = blocks,
@@ -108,7 +123,10 @@ EngineStats Engine::stats() const {
 
 void Engine::finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error) {
   kv_->release(static_cast<SeqId>(seq->id));
-  if (seq->state_slot >= 0) state_->release(seq->state_slot);
+  if (seq->state_slot >= 0) {
+    state_->release(seq->state_slot);
+    if (spec_) spec_->release(static_cast<SeqId>(seq->id));  // in the drafter since admission
+  }
   const auto now = Clock::now();
   RequestResult r;
   r.reason = reason;
@@ -127,6 +145,7 @@ void Engine::finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::str
     t.decode_s = seconds(seq->first_token, seq->last_token);
   }
   t.total_s = seconds(seq->accepted, now);
+  r.spec = std::move(seq->spec);
   publish_stats();  // before on_finish, so a caller woken by it sees the freed blocks
   if (seq->observer) seq->observer->on_finish(r);
 }
@@ -164,6 +183,77 @@ void Engine::loop() {
   for (auto& s : left) finish(std::move(s), FinishReason::kCancelled);
 }
 
+std::optional<FinishReason> Engine::commit(Sequence& s, const SampledToken& tok, std::vector<OutputToken>& out,
+                                           bool& forced) {
+  append_output(s, tok, out, false);
+  if (std::find(s.request.stop_ids.begin(), s.request.stop_ids.end(), tok.id) != s.request.stop_ids.end())
+    return FinishReason::kEos;
+  if (s.request.controller) {
+    for (int32_t f : s.request.controller->after_token(tok.id)) {
+      if (s.completion_tokens() >= s.output_limit) break;
+      s.sampler->observe(f);
+      SampledToken ft;
+      ft.id = f;
+      append_output(s, ft, out, true);
+      forced = true;
+    }
+  }
+  if (s.completion_tokens() >= s.output_limit)
+    return s.request.max_tokens > 0 && s.completion_tokens() >= s.request.max_tokens ? FinishReason::kOutputLimit
+                                                                                    : FinishReason::kContextLimit;
+  return std::nullopt;
+}
+
+void Engine::draft(const std::vector<ScheduledChunk>& plan) {
+  block_of_.assign(plan.size(), -1);
+  if (!spec_) return;
+  draft_reqs_.clear();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Sequence& s = *plan[i].seq;
+    if (s.prefilling() || plan[i].end - plan[i].begin != 1) continue;  // prompt chunks, forced tokens: plain rows
+    // Every verified block commits at least one token; drafts past the output limit could never be committed,
+    // so the block's KV rows stay inside what admission reserved.
+    const int64_t room = s.output_limit - s.completion_tokens() - 1;
+    const int32_t k = static_cast<int32_t>(std::min<int64_t>(spec_->draft_tokens(), room));
+    if (k < 1) continue;
+    block_of_[i] = static_cast<int32_t>(draft_reqs_.size());
+    draft_reqs_.push_back({static_cast<SeqId>(s.id), s.tokens.back(), k});
+  }
+  spec_->draft(draft_reqs_);
+}
+
+std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std::span<const float> logits,
+                                                 std::vector<OutputToken>& out) {
+  const std::span<const int32_t> block = spec_->block(static_cast<size_t>(block_of_[chunk]));
+  const int32_t k = static_cast<int32_t>(block.size()) - 1;
+  const size_t V = static_cast<size_t>(config_.vocab_size);
+  const int64_t begin = s.computed;  // the pending token's position
+  std::optional<FinishReason> reason;
+  int32_t rows = 0, accepted = 0;  // committed rows of the block, accepted drafts
+  for (int32_t j = 0; j <= k; ++j) {
+    std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(j) * V), V, row_.begin());
+    bool ok = false, forced = false;
+    const SampledToken tok = j < k ? s.sampler->verify(row_, block[static_cast<size_t>(j) + 1], ok) : s.sampler->sample(row_);
+    ++rows;
+    accepted += ok ? 1 : 0;
+    reason = commit(s, tok, out, forced);
+    if (reason || forced || !ok) break;  // a stop, forced tokens or the first rejection end the block
+  }
+  s.spec.verify_steps++, s.spec.drafted_tokens += k, s.spec.accepted_tokens += accepted;
+  if (s.spec.accepted_at.empty()) s.spec.accepted_at.assign(static_cast<size_t>(spec_->draft_tokens()), 0);
+  for (int32_t j = 0; j < accepted; ++j) s.spec.accepted_at[static_cast<size_t>(j)]++;
+  spec_totals_.verify_steps++, spec_totals_.drafted_tokens += k, spec_totals_.accepted_tokens += accepted;
+  for (int32_t j = 0; j < accepted; ++j) spec_totals_.accepted_at[static_cast<size_t>(j)]++;
+  // Rows [0, rows) are committed: the caches keep exactly them (the state after row rows − 1 is its checkpoint;
+  // when every row is committed the sequence slot already holds it).
+  s.computed = begin + rows;
+  if (!reason) {
+    kv_->truncate(static_cast<SeqId>(s.id), s.computed);
+    if (rows < k + 1) state_->copy_slot(s.state_slot, state_->checkpoint_slot(s.state_slot, rows - 1));
+  }
+  return reason;
+}
+
 void Engine::step() {
   std::vector<RequestId> cancels;
   {
@@ -173,57 +263,74 @@ void Engine::step() {
   for (RequestId id : cancels)
     if (auto s = scheduler_->remove(id)) finish(std::move(s), FinishReason::kCancelled);
 
-  auto plan = scheduler_->schedule([&](Sequence& s) { s.state_slot = state_->acquire(); });
-  if (!plan.empty()) {
-    const auto now = Clock::now();
-    std::vector<SequenceStep> steps;
-    steps.reserve(plan.size());
-    for (auto& c : plan) {
-      if (!c.seq->scheduled_once) c.seq->scheduled_once = true, c.seq->first_scheduled = now;
-      steps.push_back({static_cast<SeqId>(c.seq->id), c.seq->state_slot, c.begin,
-                       std::span(c.seq->tokens).subspan(static_cast<size_t>(c.begin), static_cast<size_t>(c.end - c.begin)),
-                       false});
-    }
-    std::span<const float> logits;
-    try {
-      logits = runner_->step(steps);
-    } catch (const std::exception& e) {
-      spdlog::error("engine step failed: {}", e.what());
-      for (auto& c : plan) finish(scheduler_->remove(c.seq->id), FinishReason::kError, e.what());
-      plan.clear();
-    }
-    const size_t V = static_cast<size_t>(config_.vocab_size);
-    std::vector<float> row(V);
+  auto plan = scheduler_->schedule([&](Sequence& s) {
+    s.state_slot = state_->acquire();
+    if (spec_) spec_->add(static_cast<SeqId>(s.id));
+  });
+  if (plan.empty()) {
+    publish_stats();
+    return;
+  }
+  const auto now = Clock::now();
+  std::span<const float> logits;
+  try {
+    draft(plan);
+    steps_.clear();
     for (size_t i = 0; i < plan.size(); ++i) {
-      Sequence& s = *plan[i].seq;
-      s.computed = plan[i].end;
-      if (s.prefilling()) continue;  // a prompt chunk that does not finish the prompt: nothing to sample
-      if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
-      std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(i * V), V, row.begin());
-      std::vector<OutputToken> out;
-      SampledToken tok = s.sampler->sample(row);
-      append_output(s, tok, out, false);
-      std::optional<FinishReason> reason;
-      auto is_stop = [&](int32_t id) {
-        return std::find(s.request.stop_ids.begin(), s.request.stop_ids.end(), id) != s.request.stop_ids.end();
-      };
-      if (is_stop(tok.id)) reason = FinishReason::kEos;
-      if (!reason && s.request.controller) {
-        for (int32_t f : s.request.controller->after_token(tok.id)) {
-          if (s.completion_tokens() >= s.output_limit) break;
-          s.sampler->observe(f);
-          SampledToken ft;
-          ft.id = f;
-          append_output(s, ft, out, true);
-        }
+      auto& c = plan[i];
+      if (!c.seq->scheduled_once) c.seq->scheduled_once = true, c.seq->first_scheduled = now;
+      SequenceStep st{static_cast<SeqId>(c.seq->id), c.seq->state_slot, c.begin,
+                      std::span(c.seq->tokens).subspan(static_cast<size_t>(c.begin), static_cast<size_t>(c.end - c.begin)),
+                      false};
+      if (block_of_[i] >= 0) {  // verification: [pending, d1..dk], every row's logits, a state checkpoint per row
+        st.tokens = spec_->block(static_cast<size_t>(block_of_[i]));
+        st.all_logits = true;
+        st.checkpoint_slots = spec_->checkpoints(static_cast<size_t>(block_of_[i]), c.seq->state_slot);
       }
-      if (!reason && s.completion_tokens() >= s.output_limit)
-        reason = s.request.max_tokens > 0 && s.completion_tokens() >= s.request.max_tokens ? FinishReason::kOutputLimit
-                                                                                          : FinishReason::kContextLimit;
-      if (s.observer) s.observer->on_tokens(out);
-      if (reason) finish(scheduler_->remove(s.id), *reason);
+      steps_.push_back(st);
+    }
+    logits = runner_->step(steps_, spec_ ? &spec_->features() : nullptr);
+  } catch (const std::exception& e) {
+    spdlog::error("engine step failed: {}", e.what());
+    for (auto& c : plan) finish(scheduler_->remove(c.seq->id), FinishReason::kError, e.what());
+    plan.clear();
+  }
+  const size_t V = static_cast<size_t>(config_.vocab_size);
+  const size_t width = spec_ ? static_cast<size_t>(spec_->features().width(config_.hidden_size)) : 0;
+  const std::span<const float> features = runner_->features();
+  size_t logit_row = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence& s = *plan[i].seq;
+    const int64_t begin = plan[i].begin;
+    const size_t nrows = steps_[i].all_logits ? steps_[i].tokens.size() : 1;
+    const std::span<const float> rows = logits.subspan(logit_row * V, nrows * V);
+    logit_row += nrows;
+    std::optional<FinishReason> reason;
+    std::vector<OutputToken> out;
+    if (block_of_[i] >= 0) {
+      reason = commit_block(s, i, rows, out);
+    } else {
+      s.computed = plan[i].end;
+      if (!s.prefilling()) {  // a prompt chunk that does not finish the prompt has nothing to sample
+        if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
+        std::copy_n(rows.begin(), V, row_.begin());
+        bool forced = false;
+        reason = commit(s, s.sampler->sample(row_), out, forced);
+      }
+    }
+    if (!out.empty() && s.observer) s.observer->on_tokens(out);
+    if (reason) {
+      finish(scheduler_->remove(s.id), *reason);
+      continue;
+    }
+    if (spec_) {  // the committed rows [begin, computed) and the tokens that followed them
+      const size_t n = static_cast<size_t>(s.computed - begin);
+      const size_t row0 = static_cast<size_t>(runner_->row_start(i));
+      spec_->queue({static_cast<SeqId>(s.id), begin, std::span(s.tokens).subspan(static_cast<size_t>(begin) + 1, n),
+                    features.empty() ? std::span<const float>() : features.subspan(row0 * width, n * width)});
     }
   }
+  if (spec_) spec_->flush();
   publish_stats();
 }
 
@@ -232,6 +339,7 @@ void Engine::publish_stats() {
   stats_.running = static_cast<int64_t>(scheduler_->running().size());
   stats_.waiting = static_cast<int64_t>(scheduler_->waiting().size());
   stats_.kv_blocks_used = scheduler_->committed_blocks();
+  stats_.spec = spec_totals_;
 }
 
 }  // namespace ninfer

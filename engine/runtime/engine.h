@@ -17,6 +17,8 @@
 #include "engine/runtime/model_runner.h"
 #include "engine/runtime/request.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/spec/drafter.h"
+#include "engine/spec/spec_decoder.h"
 
 namespace ninfer {
 
@@ -31,6 +33,10 @@ struct EngineOptions {
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
   bool greedy = false;              // engine-wide greedy override
   size_t max_waiting = 1024;        // queued requests beyond this are refused (kQueueFull)
+  // Speculative decoding (docs/speculative.md): empty = none. Built once the backend exists; every decoding
+  // sequence then verifies up to draft_tokens drafted tokens per step.
+  DrafterFactory drafter;
+  int32_t draft_tokens = 3;
 };
 
 struct EngineStats {
@@ -38,6 +44,7 @@ struct EngineStats {
   int64_t running = 0;
   int64_t kv_blocks_used = 0;   // committed to admitted sequences
   int64_t kv_blocks_total = 0;
+  SpecStats spec;               // speculative decoding totals since the engine started (all zero without a drafter)
 };
 
 class Engine {
@@ -69,6 +76,16 @@ class Engine {
   void publish_stats();  // engine thread: copies the scheduler's counts into stats_
   void finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error = {});
   void append_output(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out, bool forced);
+  // Appends a sampled token, then whatever the controller forces after it (setting `forced`), as plain decode does;
+  // returns why the sequence ends, if it does.
+  std::optional<FinishReason> commit(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out,
+                                     bool& forced);
+  // Drafts for every decoding sequence with one pending token and room for a draft; marks their plan entries.
+  void draft(const std::vector<ScheduledChunk>& plan);
+  // Commits the verified block of plan entry `chunk` from its logits rows, rolls KV and GDN state back to the
+  // committed rows, and returns why the sequence ends, if it does.
+  std::optional<FinishReason> commit_block(Sequence& s, size_t chunk, std::span<const float> logits,
+                                           std::vector<OutputToken>& out);
 
   ModelConfig config_;
   EngineOptions options_;
@@ -78,6 +95,14 @@ class Engine {
   std::unique_ptr<LinearStateCache> state_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;  // engine thread only
+  std::unique_ptr<SpecDecoder> spec_;     // engine thread only; null without a drafter
+
+  // Engine-thread scratch reused between steps.
+  std::vector<SequenceStep> steps_;
+  std::vector<float> row_;
+  std::vector<DraftRequest> draft_reqs_;
+  std::vector<int32_t> block_of_;  // per plan entry: index of its drafted block, −1 = plain decode / prefill
+  SpecStats spec_totals_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

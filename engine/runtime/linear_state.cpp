@@ -11,17 +11,21 @@ uint64_t LinearStateCache::bytes_per_slot(const ModelConfig& c) {
   return static_cast<uint64_t>(c.num_linear_attention_layers()) * (conv + rec) * sizeof(float);
 }
 
-LinearStateCache::LinearStateCache(Backend& backend, const ModelConfig& c, int64_t max_slots)
-    : backend_(backend), max_slots_(max_slots) {
+LinearStateCache::LinearStateCache(Backend& backend, const ModelConfig& c, int64_t max_slots,
+                                   int64_t checkpoints_per_slot)
+    : backend_(backend), max_slots_(max_slots), checkpoints_(checkpoints_per_slot) {
   if (max_slots <= 0) fail(ErrorKind::kInvalidArgument, "linear state needs at least one slot");
+  if (checkpoints_per_slot < 0)
+    fail(ErrorKind::kInvalidArgument, "linear state: {} checkpoints per slot", checkpoints_per_slot);
+  const int64_t rows = max_slots * (1 + checkpoints_per_slot);  // sequence slots, then their checkpoints
   for (int64_t l = 0; l < c.num_linear_attention_layers(); ++l) {
-    Buffer cb = backend.alloc(static_cast<size_t>(max_slots * (c.linear_conv_kernel - 1) * c.linear_conv_dim()) * 4);
-    conv_.push_back(Tensor::make(cb.data(), DType::kF32, {max_slots, c.linear_conv_kernel - 1, c.linear_conv_dim()},
+    Buffer cb = backend.alloc(static_cast<size_t>(rows * (c.linear_conv_kernel - 1) * c.linear_conv_dim()) * 4);
+    conv_.push_back(Tensor::make(cb.data(), DType::kF32, {rows, c.linear_conv_kernel - 1, c.linear_conv_dim()},
                                  backend.device()));
-    Buffer rb = backend.alloc(static_cast<size_t>(max_slots * c.linear_num_value_heads * c.linear_key_head_dim *
+    Buffer rb = backend.alloc(static_cast<size_t>(rows * c.linear_num_value_heads * c.linear_key_head_dim *
                                                   c.linear_value_head_dim) * 4);
     rec_.push_back(Tensor::make(rb.data(), DType::kF32,
-                                {max_slots, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim},
+                                {rows, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim},
                                 backend.device()));
     buffers_.push_back(std::move(cb));
     buffers_.push_back(std::move(rb));

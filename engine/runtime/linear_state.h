@@ -11,9 +11,10 @@ namespace ninfer {
 
 class LinearStateCache {
  public:
-  // Allocates `max_slots` slots for every linear-attention layer: conv [slots, K−1, C] and recurrent
-  // [slots, nv, dk, dv], both f32.
-  LinearStateCache(Backend& backend, const ModelConfig& config, int64_t max_slots);
+  // Allocates `max_slots` sequence slots plus `checkpoints_per_slot` checkpoint slots per sequence slot (speculative
+  // verification rows, docs/speculative.md) for every linear-attention layer: conv [slots, K−1, C] and recurrent
+  // [slots, nv, dk, dv], both f32. Sequence slots are rows [0, max_slots), checkpoints follow.
+  LinearStateCache(Backend& backend, const ModelConfig& config, int64_t max_slots, int64_t checkpoints_per_slot = 0);
 
   // A zeroed slot for a new sequence; throws Error(kOutOfMemory) when all are taken.
   int32_t acquire();
@@ -23,6 +24,11 @@ class LinearStateCache {
 
   const Tensor& conv(int64_t gdn_layer) const { return conv_[static_cast<size_t>(gdn_layer)]; }
   const Tensor& recurrent(int64_t gdn_layer) const { return rec_[static_cast<size_t>(gdn_layer)]; }
+  // Row of checkpoint j (< checkpoints_per_slot) owned by sequence slot `slot`.
+  int32_t checkpoint_slot(int32_t slot, int64_t j) const {
+    return static_cast<int32_t>(max_slots_ + slot * checkpoints_ + j);
+  }
+  int64_t checkpoints_per_slot() const { return checkpoints_; }
   int64_t max_slots() const { return max_slots_; }
   int64_t free_slots() const { return static_cast<int64_t>(free_.size()); }
 
@@ -31,6 +37,7 @@ class LinearStateCache {
  private:
   Backend& backend_;
   int64_t max_slots_;
+  int64_t checkpoints_;
   std::vector<Buffer> buffers_;
   std::vector<Tensor> conv_, rec_;
   std::vector<int32_t> free_;

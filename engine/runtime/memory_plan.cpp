@@ -1,5 +1,6 @@
 #include "engine/runtime/memory_plan.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -24,7 +25,8 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
   p.kv_tokens = (tokens + in.kv_block_size - 1) / in.kv_block_size * in.kv_block_size;
   p.weight_bytes = in.weight_bytes;
   p.kv_bytes = static_cast<uint64_t>(p.kv_tokens) * KvCache::bytes_per_token(c, in.kv_dtype);
-  p.state_bytes = static_cast<uint64_t>(in.max_concurrency) * LinearStateCache::bytes_per_slot(c);
+  const uint64_t slots_per_seq = 1 + static_cast<uint64_t>(std::max(in.draft_tokens, 0));  // + K checkpoints
+  p.state_bytes = static_cast<uint64_t>(in.max_concurrency) * slots_per_seq * LinearStateCache::bytes_per_slot(c);
   p.available_bytes = in.available_bytes;
   return p;
 }

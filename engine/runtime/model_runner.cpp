@@ -6,16 +6,21 @@
 
 namespace ninfer {
 
-std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps) {
+std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, const FeatureSpec* capture) {
   if (steps.empty()) fail(ErrorKind::kInvalidArgument, "model step without sequences");
+  bool any_checkpoint = false;
   for (const auto& s : steps) {
     if (s.tokens.empty()) fail(ErrorKind::kInvalidArgument, "sequence {} brings no tokens", s.id);
+    if (!s.checkpoint_slots.empty() && s.checkpoint_slots.size() != s.tokens.size())
+      fail(ErrorKind::kInvalidArgument, "sequence {} brings {} tokens but {} checkpoint slots", s.id, s.tokens.size(),
+           s.checkpoint_slots.size());
+    any_checkpoint = any_checkpoint || !s.checkpoint_slots.empty();
     if (!kv_.reserve(s.id, s.start + static_cast<int64_t>(s.tokens.size())))
       fail(ErrorKind::kOutOfMemory, "KV cache full: sequence {} needs {} tokens, {} of {} blocks free", s.id,
            s.start + static_cast<int64_t>(s.tokens.size()), kv_.free_blocks(), kv_.total_blocks());
   }
   tokens_.clear(), positions_.clear(), q_start_.assign(1, 0), seq_len_.clear(), slots_.clear();
-  kv_slots_.clear(), rows_.clear(), table_.clear();
+  kv_slots_.clear(), rows_.clear(), table_.clear(), checkpoints_.clear();
   int32_t max_blocks = 0;
   for (const auto& s : steps) max_blocks = std::max<int32_t>(max_blocks, static_cast<int32_t>(kv_.blocks(s.id).size()));
   for (const auto& s : steps) {
@@ -25,6 +30,7 @@ std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps) {
       tokens_.push_back(s.tokens[static_cast<size_t>(i)]);
       positions_.push_back(static_cast<int32_t>(s.start + i));
       kv_slots_.push_back(kv_.slot(s.id, s.start + i));
+      if (any_checkpoint) checkpoints_.push_back(s.checkpoint_slots.empty() ? -1 : s.checkpoint_slots[static_cast<size_t>(i)]);
     }
     if (s.all_logits)
       for (int64_t i = 0; i < n; ++i) rows_.push_back(row0 + static_cast<int32_t>(i));
@@ -37,9 +43,16 @@ std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps) {
     table_.insert(table_.end(), blocks.begin(), blocks.end());
     table_.resize(table_.size() + static_cast<size_t>(max_blocks) - blocks.size(), 0);
   }
-  ForwardBatch batch{tokens_, positions_, q_start_, seq_len_, slots_, table_, max_blocks, kv_slots_, rows_};
+  ForwardBatch batch{tokens_, positions_, q_start_, seq_len_, slots_, table_, max_blocks, kv_slots_, rows_, checkpoints_};
   logits_.resize(rows_.size() * static_cast<size_t>(model_.config().vocab_size));
-  model_.forward(batch, kv_, state_, logits_);
+  FeatureCapture cap;
+  if (capture != nullptr && !capture->empty()) {
+    features_.resize(tokens_.size() * static_cast<size_t>(capture->width(model_.config().hidden_size)));
+    cap = {capture, features_};
+  } else {
+    features_.clear();
+  }
+  model_.forward(batch, kv_, state_, logits_, cap);
   return logits_;
 }
 

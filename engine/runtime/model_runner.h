@@ -19,6 +19,8 @@ struct SequenceStep {
   int64_t start = 0;
   std::span<const int32_t> tokens;
   bool all_logits = false;
+  // Empty, or one GDN state checkpoint slot per token (−1 = none): speculative verification rows.
+  std::span<const int32_t> checkpoint_slots;
 };
 
 class ModelRunner {
@@ -26,8 +28,14 @@ class ModelRunner {
   ModelRunner(Model& model, KvCache& kv, LinearStateCache& state) : model_(model), kv_(kv), state_(state) {}
 
   // Reserves KV for every sequence (throws Error(kOutOfMemory) when the pool runs out, before any work),
-  // runs one forward, and returns the requested logits, row-major [rows, vocab], in step order.
-  std::span<const float> step(std::span<const SequenceStep> steps);
+  // runs one forward, and returns the requested logits, row-major [rows, vocab], in step order. With a non-empty
+  // `capture`, every token row's features are kept for features() / row_start().
+  std::span<const float> step(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr);
+
+  // The last step's features, host f32 [T, capture.width(H)] over all its token rows (empty without capture).
+  std::span<const float> features() const { return features_; }
+  // First token row of step i in the last step (rows of step i are [row_start(i), row_start(i + 1))).
+  int32_t row_start(size_t i) const { return q_start_[i]; }
 
   Model& model() { return model_; }
   KvCache& kv() { return kv_; }
@@ -38,8 +46,8 @@ class ModelRunner {
   KvCache& kv_;
   LinearStateCache& state_;
   // Reused between steps so a decode step allocates nothing.
-  std::vector<int32_t> tokens_, positions_, q_start_, seq_len_, slots_, table_, kv_slots_, rows_;
-  std::vector<float> logits_;
+  std::vector<int32_t> tokens_, positions_, q_start_, seq_len_, slots_, table_, kv_slots_, rows_, checkpoints_;
+  std::vector<float> logits_, features_;
 };
 
 }  // namespace ninfer

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/runtime/sampling.h"
+#include "engine/spec/spec_stats.h"
 
 namespace ninfer {
 
@@ -58,6 +59,7 @@ struct RequestResult {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   RequestTimings timings;
+  SpecStats spec;  // speculative decoding of this request (all zero without a drafter)
 };
 
 // Receives a request's output on the engine thread. Calls for one request never overlap; on_finish comes

@@ -60,62 +60,85 @@ void Sampler::apply_penalties(std::span<float> logits) const {
         logits[static_cast<size_t>(id)] -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(n);
 }
 
-SampledToken Sampler::sample(std::span<float> logits) {
-  SampledToken out;
-  std::vector<float> raw;
-  if (params_.logprobs) raw.assign(logits.begin(), logits.end());
+TokenDist Sampler::distribution(std::span<float> logits) {
   apply_penalties(logits);
-
   if (params_.greedy || params_.temperature <= 0.0f) {
-    out.id = argmax(logits);
-  } else {
-    const float inv_t = 1.0f / params_.temperature;
-    const float mx = *std::max_element(logits.begin(), logits.end());
-    // Candidates sorted by logit (ties by id, so the order is deterministic).
-    order_.resize(logits.size());
-    std::iota(order_.begin(), order_.end(), 0);
-    size_t n = order_.size();
-    auto by_logit = [&](int32_t a, int32_t b) {
-      return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
-             (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
-    };
-    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
-      n = static_cast<size_t>(params_.top_k);
-      std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n), order_.end(), by_logit);
-    } else {
-      std::sort(order_.begin(), order_.end(), by_logit);
-    }
-    std::vector<double> p(n);
-    double sum = 0;
-    for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(static_cast<double>((logits[static_cast<size_t>(order_[i])] - mx) * inv_t));
-    for (double& v : p) v /= sum;
-    // min_p: drop tokens below min_p × the top probability.
-    if (params_.min_p > 0.0f) {
-      const double floor = params_.min_p * p[0];
-      size_t keep = 1;
-      while (keep < n && p[keep] >= floor) ++keep;
-      n = keep;
-    }
-    // top_p: the smallest prefix whose mass reaches top_p.
-    if (params_.top_p < 1.0f) {
-      double mass = 0;
-      size_t keep = 0;
-      while (keep < n) {
-        mass += p[keep++];
-        if (mass >= params_.top_p) break;
-      }
-      n = std::max<size_t>(keep, 1);
-    }
-    double total = 0;
-    for (size_t i = 0; i < n; ++i) total += p[i];
-    double u = std::uniform_real_distribution<double>(0.0, total)(rng_);
-    size_t pick = 0;
-    for (double acc = p[0]; pick + 1 < n && acc <= u; acc += p[++pick]) {}
-    out.id = order_[pick];
+    order_.assign(1, argmax(logits));
+    weights_.assign(1, 1.0);
+    return {order_, weights_, 1.0};
   }
-  if (params_.logprobs) fill_logprobs(raw, out.id, params_.top_logprobs, out);
+  const float inv_t = 1.0f / params_.temperature;
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  // Candidates sorted by logit (ties by id, so the order is deterministic).
+  order_.resize(logits.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  size_t n = order_.size();
+  auto by_logit = [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+           (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+  };
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
+    n = static_cast<size_t>(params_.top_k);
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n), order_.end(), by_logit);
+  } else {
+    std::sort(order_.begin(), order_.end(), by_logit);
+  }
+  std::vector<double>& p = weights_;
+  p.resize(n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(static_cast<double>((logits[static_cast<size_t>(order_[i])] - mx) * inv_t));
+  for (double& v : p) v /= sum;
+  // min_p: drop tokens below min_p × the top probability.
+  if (params_.min_p > 0.0f) {
+    const double floor = params_.min_p * p[0];
+    size_t keep = 1;
+    while (keep < n && p[keep] >= floor) ++keep;
+    n = keep;
+  }
+  // top_p: the smallest prefix whose mass reaches top_p.
+  if (params_.top_p < 1.0f) {
+    double mass = 0;
+    size_t keep = 0;
+    while (keep < n) {
+      mass += p[keep++];
+      if (mass >= params_.top_p) break;
+    }
+    n = std::max<size_t>(keep, 1);
+  }
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += p[i];
+  return {std::span(order_).first(n), std::span(p).first(n), total};
+}
+
+void Sampler::keep_raw(std::span<const float> logits) {
+  if (params_.logprobs) raw_.assign(logits.begin(), logits.end());
+}
+
+SampledToken Sampler::finish(int32_t id) {
+  SampledToken out;
+  out.id = id;
+  if (params_.logprobs) fill_logprobs(raw_, out.id, params_.top_logprobs, out);
   observe(out.id);
   return out;
+}
+
+SampledToken Sampler::sample(std::span<float> logits) {
+  keep_raw(logits);
+  const TokenDist d = distribution(logits);
+  const bool greedy = params_.greedy || params_.temperature <= 0.0f;
+  return finish(greedy ? d.ids[0] : sample_token(d, rng_));
+}
+
+SampledToken Sampler::verify(std::span<float> logits, int32_t draft, bool& accepted) {
+  keep_raw(logits);
+  const TokenDist d = distribution(logits);
+  if (params_.greedy || params_.temperature <= 0.0f) {
+    accepted = d.ids[0] == draft;
+    return finish(d.ids[0]);
+  }
+  const DraftVerdict v = verify_one_hot(d, draft, rng_);
+  accepted = v.accepted;
+  return finish(v.token);
 }
 
 }  // namespace ninfer

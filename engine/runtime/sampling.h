@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/spec/rejection_sampler.h"
+
 namespace ninfer {
 
 struct SamplingParams {
@@ -38,8 +40,16 @@ class Sampler {
 
   // Picks the next token from `logits` ([vocab], modified in place) and records it for the penalties.
   SampledToken sample(std::span<float> logits);
+  // Speculative verification of `draft` against these logits (modified in place): the same processed distribution
+  // sample() would draw from, then rejection sampling with a one-hot proposal (greedy: accepted iff it is the
+  // argmax). Returns the committed token (the draft, or its replacement), records it like sample(), and sets
+  // `accepted`. Rows must be verified in order, so the penalties see every earlier committed token.
+  SampledToken verify(std::span<float> logits, int32_t draft, bool& accepted);
   // Records a token that was appended without sampling (a forced token), for the penalties.
   void observe(int32_t id);
+  // The distribution sample() draws from for these logits (modified in place): penalties, then temperature,
+  // top-k, min-p, top-p. Greedy: the argmax alone. Valid until the next call on this sampler.
+  TokenDist distribution(std::span<float> logits);
 
   const SamplingParams& params() const { return params_; }
 
@@ -50,7 +60,13 @@ class Sampler {
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int32_t> output_counts_;
   std::vector<uint8_t> seen_;  // prompt ∪ output membership for the repetition penalty (by id)
+  // Fills `raw` with the log-softmax inputs when logprobs are asked (before any processor touches the logits).
+  void keep_raw(std::span<const float> logits);
+  SampledToken finish(int32_t id);  // logprobs from raw_, then observe(id)
+
   std::vector<int32_t> order_;  // scratch: candidate ids
+  std::vector<double> weights_;  // scratch: their weights
+  std::vector<float> raw_;       // scratch: raw logits for logprobs
 };
 
 }  // namespace ninfer

@@ -31,6 +31,7 @@ struct Sequence {
   bool cancelled = false;
   Clock::time_point accepted, first_scheduled, prefill_done, first_token, last_token;
   bool scheduled_once = false;
+  SpecStats spec;  // speculative decoding of this sequence
 
   int64_t completion_tokens() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   bool prefilling() const { return computed < prompt_len; }

@@ -1,6 +1,7 @@
 // Gated DeltaNet ops of the CPU backend: causal conv1d with carried state, gated delta rule (recurrent + chunked).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
@@ -26,6 +27,27 @@ void check_slots(const char* op, const SeqBatch& batch, int64_t slots) {
       if (batch.state_slot[o] == slot)
         fail(ErrorKind::kInvalidArgument, "{}: sequences {} and {} share state slot {}", op, o, s, slot);
   }
+  if (batch.checkpoint_slot.empty()) return;
+  const int64_t T = batch.q_start.back();
+  if (static_cast<int64_t>(batch.checkpoint_slot.size()) != T)
+    fail(ErrorKind::kInvalidArgument, "{}: {} checkpoint slots for {} rows", op, batch.checkpoint_slot.size(), T);
+  std::vector<int32_t> used;
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t c = batch.checkpoint_slot[static_cast<size_t>(t)];
+    if (c < 0) continue;
+    if (c >= slots) fail(ErrorKind::kInvalidArgument, "{}: row {} checkpoint slot {} outside [0, {})", op, t, c, slots);
+    if (std::find(batch.state_slot.begin(), batch.state_slot.end(), c) != batch.state_slot.end())
+      fail(ErrorKind::kInvalidArgument, "{}: row {} checkpoint slot {} is a sequence's state slot", op, t, c);
+    used.push_back(c);
+  }
+  std::sort(used.begin(), used.end());
+  if (std::adjacent_find(used.begin(), used.end()) != used.end())
+    fail(ErrorKind::kInvalidArgument, "{}: two rows share checkpoint slot {}", op, *std::adjacent_find(used.begin(), used.end()));
+}
+
+// The checkpoint slot of row r, or −1.
+inline int32_t checkpoint_of(const SeqBatch& batch, int64_t r) {
+  return batch.checkpoint_slot.empty() ? -1 : batch.checkpoint_slot[static_cast<size_t>(r)];
 }
 
 }  // namespace
@@ -74,6 +96,13 @@ void CpuBackend::conv1d(const Tensor& out, const Tensor& x, const Tensor& w, con
       }
       if (silu_act)
         for (int64_t c = c0; c < c1; ++c) o[c] = silu(o[c]);
+      if (const int32_t ck = checkpoint_of(batch, r0 + t); ck >= 0) {  // the state had the sequence ended at row t
+        float* cs = static_cast<float*>(state.at(ck));
+        for (int64_t i = 0; i < K - 1; ++i) {
+          const float* from = src(t + 1 + i);
+          std::copy(from + c0, from + c1, cs + i * C + c0);
+        }
+      }
     }
     // new state: the last K-1 rows of the window (ascending copy is safe: the source index is >= the target)
     for (int64_t i = 0; i < K - 1; ++i) {
@@ -88,6 +117,8 @@ namespace {
 struct DeltaArgs {
   const Tensor *out, *q, *k, *v, *g, *beta;
   int64_t dk, dv, group;
+  const Tensor* state;   // for checkpoints
+  const SeqBatch* batch;
 };
 
 // Recurrent form over rows [r0, r1) of value head h with state S [dk, dv].
@@ -112,6 +143,8 @@ void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r
       kr.axpy(kv[i], mem, S + i * dv, dv);
       kr.axpy(qv[i], S + i * dv, o, dv);
     }
+    if (const int32_t ck = checkpoint_of(*a.batch, r); ck >= 0)
+      std::copy(S, S + dk * dv, static_cast<float*>(a.state->at(ck, h)));
   }
 }
 
@@ -209,7 +242,7 @@ void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tens
     if (t->data == out.data) fail(ErrorKind::kInvalidArgument, "gated_delta_rule: out must not alias its inputs");
   check_batch("gated_delta_rule", batch.q_start, T);
   check_slots("gated_delta_rule", batch, state.dim(0));
-  const DeltaArgs args{&out, &q, &k, &v, &g, &beta, dk, dv, nv / nk};
+  const DeltaArgs args{&out, &q, &k, &v, &g, &beta, dk, dv, nv / nk, &state, &batch};
   const int64_t S = batch.num_seqs();
   const size_t chunk_mem = static_cast<size_t>(2 * kChunk + kChunk * kChunk + kChunk * (dv + dk) + dv);
   pool_.parallel_for(S * nv, [&](int64_t task, int thread) {
@@ -217,7 +250,10 @@ void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tens
     const int64_t r0 = batch.q_start[static_cast<size_t>(s)], r1 = batch.q_start[static_cast<size_t>(s + 1)];
     if (r1 == r0) return;
     float* St = static_cast<float*>(state.at(batch.state_slot[static_cast<size_t>(s)], h));
-    const bool chunked = algo == DeltaRuleAlgo::kChunked || (algo == DeltaRuleAlgo::kAuto && r1 - r0 >= kAutoChunkedMin);
+    bool checkpoints = false;
+    for (int64_t r = r0; r < r1 && !checkpoints && !batch.checkpoint_slot.empty(); ++r) checkpoints = checkpoint_of(batch, r) >= 0;
+    const bool chunked = !checkpoints && (algo == DeltaRuleAlgo::kChunked ||
+                                          (algo == DeltaRuleAlgo::kAuto && r1 - r0 >= kAutoChunkedMin));
     if (chunked) {
       delta_chunked(*k_, args, h, r0, r1, St, scratch(thread, chunk_mem));
     } else {
