@@ -16,32 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/serve/serve_process.h"
 #include "tests/support/test_files.h"
 
 namespace ninfer {
 namespace {
 
-// A port that was free a moment ago (bound to 0 and closed again).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// Kills the server if the test ends early (a failed ASSERT), so no process outlives the test.
-struct ChildGuard {
-  pid_t pid = -1;
-  ~ChildGuard() {
-    if (pid > 0) kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
-  }
-};
+using testing::ChildGuard;
+using testing::free_port;
 
 TEST(DefaultModel, ServesAChatWithReasoningAndContentAndLogsJsonl) {
   testing::TempDir dir;
