@@ -16,6 +16,7 @@
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
 #include "engine/runtime/memory_plan.h"
+#include "engine/spec/drafter_registry.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/deferred_engine.h"
@@ -57,6 +58,14 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     ninfer::Artifact artifact = ninfer::Artifact::open(opt.model, {.verify_checksums = opt.verify});
     ninfer::ModelConfig config = ninfer::load_model_config(artifact);
+    // Speculative decoding: the drafter is checked against the artifact first (a missing section stops the start).
+    const std::string spec_method(ninfer::server::spec_method_name(opt.spec));
+    ninfer::DrafterFactory drafter;
+    std::string drafter_line;
+    if (opt.spec != ninfer::server::SpecMethod::kNone) {
+      drafter = ninfer::make_drafter_factory(spec_method, artifact, config, opt.lm_head_draft);
+      drafter_line = ninfer::describe_drafter(spec_method, artifact, config, opt.lm_head_draft);
+    }
     auto tokenizer_json = artifact.blob("tokenizer.json");
     if (!tokenizer_json)
       ninfer::fail(ninfer::ErrorKind::kNotFound, "{}: the artifact has no tokenizer.json; pack it from a checkpoint "
@@ -79,10 +88,14 @@ int main(int argc, char** argv) {
     eo.threads = opt.threads;
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
     eo.greedy = opt.greedy;
+    if (opt.spec != ninfer::server::SpecMethod::kNone) {
+      eo.drafter = std::move(drafter);
+      eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));
+    }
     ninfer::MemoryPlan plan = ninfer::plan_memory(
         config, {.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
                  .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
-                 .available_bytes = ninfer::host_available_bytes()});
+                 .available_bytes = ninfer::host_available_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0});
     // The server listens (GET /health: 503) while the engine is built and the weights are paged in.
     ninfer::server::DeferredEngine port;
     std::unique_ptr<ninfer::Engine> engine;
@@ -97,6 +110,11 @@ int main(int argc, char** argv) {
                      ninfer::architecture_name(config.arch), config.num_layers, config.num_linear_attention_layers(),
                      config.num_full_attention_layers(), config.hidden_size, config.vocab_size);
         spdlog::info("backend {}; devices: {}", engine->backend_name(), ninfer::describe(ninfer::probe_devices()));
+        if (eo.drafter)
+          spdlog::info("speculative decoding: --spec {} --draft-tokens {}{}: {}", spec_method, eo.draft_tokens,
+                       opt.lm_head_draft ? " --lm-head-draft" : "", drafter_line);
+        else
+          spdlog::info("speculative decoding: off (--spec none)");
         // Prefix reuse is not built yet: every prompt is prefilled cold, whatever --no-prefix-reuse says, and the
         // JSONL lines report prefix_reuse=false.
         if (opt.prefix_reuse) spdlog::info("prefix reuse: not built yet, every prompt is prefilled cold");
@@ -112,7 +130,8 @@ int main(int argc, char** argv) {
         const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
         sc.info.default_sampling = ninfer::server::default_sampling(gen);
         sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
-                            engine->kv_tokens(), /*prefix_reuse=*/false, opt.tp, opt.max_concurrency, "none", 0};
+                            engine->kv_tokens(), /*prefix_reuse=*/false, opt.tp, opt.max_concurrency, spec_method,
+                            eo.drafter ? eo.draft_tokens : 0, opt.lm_head_draft};
         sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
         sc.default_reasoning_budget = opt.reasoning_budget;
         service = std::make_unique<ninfer::server::EngineService>(*engine, tokenizer, chat, sc);

@@ -127,6 +127,7 @@ struct SpecStats {
   int64_t drafted = 0;                    // proposed tokens
   int64_t accepted = 0;                   // accepted proposed tokens
   std::vector<int64_t> accepted_per_pos;  // accepted counts by draft position 0..K-1
+  std::string head = "lm_head";           // proposal head: lm_head (full) | draft_lm_head (--lm-head-draft)
 };
 
 struct FinalResult {
@@ -181,6 +182,7 @@ struct EngineSettings {
   int32_t max_concurrency = 1;
   std::string spec_method = "none";  // none | mtp | dflash2
   int32_t draft_tokens = 0;
+  bool lm_head_draft = false;        // drafts scored by the artifact's draft_lm_head
 };
 
 struct ModelInfo {

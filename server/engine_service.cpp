@@ -36,7 +36,7 @@ class BudgetController final : public TokenController {
 class RequestBridge final : public RequestObserver {
  public:
   RequestBridge(Engine& engine, const Tokenizer& tok, std::shared_ptr<GenerationSink> sink, const GenerationRequest& req,
-                const EngineService::Prompt& prompt, std::vector<int32_t> stop_ids)
+                const EngineService::Prompt& prompt, std::vector<int32_t> stop_ids, const EngineSettings& settings)
       : engine_(engine),
         tok_(tok),
         sink_(std::move(sink)),
@@ -46,7 +46,10 @@ class RequestBridge final : public RequestObserver {
         parse_reasoning_(req.parse_reasoning),
         stops_(req.stop),
         stop_ids_(std::move(stop_ids)),
-        logprobs_(req.sampling.logprobs) {
+        logprobs_(req.sampling.logprobs),
+        spec_method_(settings.spec_method),
+        draft_tokens_(settings.draft_tokens),
+        spec_head_(settings.lm_head_draft ? "draft_lm_head" : "lm_head") {
     for (const auto& s : stops_) max_stop_ = std::max(max_stop_, s.size());
   }
 
@@ -89,6 +92,9 @@ class RequestBridge final : public RequestObserver {
       case FinishReason::kError: f.stop_reason = StopReason::kError, f.error = r.error; break;
     }
     if (stopped_) f.stop_string = matched_;
+    if (spec_method_ != "none")  // the engine speculates every request: zero counts are figures too
+      f.spec = SpecStats{spec_method_, draft_tokens_, r.spec.verify_steps, r.spec.drafted_tokens, r.spec.accepted_tokens,
+                         r.spec.accepted_at, spec_head_};
     sink_->on_finish(std::move(f));
   }
 
@@ -169,6 +175,9 @@ class RequestBridge final : public RequestObserver {
   std::vector<std::string> stops_;
   std::vector<int32_t> stop_ids_;
   bool logprobs_;
+  std::string spec_method_;  // none | mtp | dflash2 (EngineSettings)
+  int32_t draft_tokens_ = 0;
+  std::string spec_head_;
   size_t max_stop_ = 0;
   std::atomic<RequestId> id_{0};
   std::atomic<bool> want_cancel_{false};
@@ -267,7 +276,8 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
   er.stop_ids = config_.stop_ids;
   if (budget && prompt.opened_reasoning)
     er.controller = std::make_shared<BudgetController>(tokenizer_, static_cast<int32_t>(*budget), true);
-  auto bridge = std::make_shared<RequestBridge>(engine_, tokenizer_, std::move(sink), request, prompt, config_.stop_ids);
+  auto bridge = std::make_shared<RequestBridge>(engine_, tokenizer_, std::move(sink), request, prompt, config_.stop_ids,
+                                                config_.info.settings);
   auto* raw = bridge.get();
   SubmitOutcome o = engine_.submit(std::move(er), bridge);
   raw->set_id(o.id);

@@ -22,7 +22,8 @@ J spec_json(const SpecStats& s) {
             {"accepted", s.accepted},
             {"acceptance_rate", s.drafted > 0 ? J(static_cast<double>(s.accepted) / s.drafted) : J(nullptr)},
             {"mean_acceptance_length", s.steps > 0 ? J(1.0 + static_cast<double>(s.accepted) / s.steps) : J(nullptr)},
-            {"accepted_per_pos", s.accepted_per_pos}};
+            {"accepted_per_pos", s.accepted_per_pos},
+            {"head", s.head}};
   return j;
 }
 

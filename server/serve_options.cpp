@@ -33,11 +33,11 @@ namespace {
 // The gates of this build. A change that implements a feature flips its `built` to true.
 constexpr FeatureGate kGates[] = {
     {"--spec mtp", "MTP speculative decoding",
-     [](const ServeOptions& o) { return o.spec == SpecMethod::kMtp; }, false},
+     [](const ServeOptions& o) { return o.spec == SpecMethod::kMtp; }, true},
     {"--spec dflash2", "DFlash2 speculative decoding",
      [](const ServeOptions& o) { return o.spec == SpecMethod::kDflash2; }, false},
     {"--lm-head-draft", "the reduced-vocabulary draft lm_head",
-     [](const ServeOptions& o) { return o.lm_head_draft; }, false},
+     [](const ServeOptions& o) { return o.lm_head_draft; }, true},
     {"--tp", "tensor parallelism over more than one rank",
      [](const ServeOptions& o) { return o.tp > 1; }, false},
     {"--kv-dtype int8", "the int8 KV cache",

@@ -10,7 +10,7 @@ namespace ninfer::server {
 namespace {
 
 constexpr FeatureGate kAllBuilt[] = {
-    {"--spec mtp", "MTP", [](const ServeOptions& o) { return o.spec == SpecMethod::kMtp; }, true},
+    {"--tp", "tensor parallelism", [](const ServeOptions& o) { return o.tp > 1; }, true},
 };
 
 ParsedServeOptions parse(std::vector<std::string> args, std::span<const FeatureGate> gates = default_feature_gates()) {
@@ -177,17 +177,21 @@ TEST(ServeOptions, Int8KvAndNvfp4ActivationModes) {
 }
 
 TEST(ServeOptions, UnbuiltFeaturesFailAtStartNamingTheFlag) {
-  ParsedServeOptions r = parse({"--spec", "mtp", "--draft-tokens", "3", "--tp", "2"});
+  ParsedServeOptions r = parse({"--spec", "mtp", "--draft-tokens", "3", "--lm-head-draft", "--tp", "2"});
   EXPECT_FALSE(r.options);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.message.find("--spec mtp"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("--tp"), std::string::npos) << r.message;
+  // MTP speculation and the draft head are built: only the unbuilt flag is named.
+  EXPECT_EQ(r.message.find("--spec mtp"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message.find("--lm-head-draft"), std::string::npos) << r.message;
+  ParsedServeOptions mtp = parse({"--spec", "mtp", "--draft-tokens", "3", "--lm-head-draft"});
+  ASSERT_TRUE(mtp.options) << mtp.message;
   EXPECT_NE(r.message.find("not built yet"), std::string::npos) << r.message;
 
   // The same flag passes once its gate is flipped.
-  ParsedServeOptions ok = parse({"--spec", "mtp"}, kAllBuilt);
+  ParsedServeOptions ok = parse({"--tp", "2"}, kAllBuilt);
   ASSERT_TRUE(ok.options) << ok.message;
-  EXPECT_EQ(ok.options->spec, SpecMethod::kMtp);
+  EXPECT_EQ(ok.options->tp, 2);
 
   // Every default gate names a flag and is not in use by the defaults.
   ServeOptions defaults;

@@ -325,6 +325,9 @@ TEST(Responses, SpecTimings) {
   EXPECT_EQ(t["spec"]["method"], "mtp");
   EXPECT_DOUBLE_EQ(t["spec"]["acceptance_rate"], 0.75);
   EXPECT_DOUBLE_EQ(t["spec"]["mean_acceptance_length"], 1.0 + 9.0 / 4.0);
+  EXPECT_EQ(t["spec"]["head"], "lm_head");
+  r.spec->head = "draft_lm_head";
+  EXPECT_EQ(timings_json(r)["spec"]["head"], "draft_lm_head");
 }
 
 TEST(Responses, ChatChunks) {
