@@ -32,7 +32,7 @@ struct SeqBatch {
   // checkpoint_slot[t] >= 0 asks the GDN state ops to also copy the sequence's state as it stands right after row t
   // into that slot of the same state tensor (−1 = no checkpoint for the row). A checkpoint slot must not be any
   // sequence's state_slot, nor repeat within a sequence.
-  std::span<const int32_t> checkpoint_slot;
+  std::span<const int32_t> checkpoint_slot = {};
   int64_t num_seqs() const { return static_cast<int64_t>(q_start.size()) - 1; }
 };
 

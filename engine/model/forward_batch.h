@@ -22,7 +22,7 @@ struct ForwardBatch {
   std::span<const int32_t> logit_rows;   // [R] token rows whose logits are wanted, in output order
   // Optional [T] or empty: GDN state checkpoint slot per row, −1 = none (SeqBatch::checkpoint_slot; speculative
   // verification rows, docs/speculative.md).
-  std::span<const int32_t> checkpoint_slot;
+  std::span<const int32_t> checkpoint_slot = {};
 };
 
 // Optional activations the forward copies out for a drafter: for EVERY token row of the batch (not only logit rows),

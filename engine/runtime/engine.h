@@ -35,7 +35,7 @@ struct EngineOptions {
   size_t max_waiting = 1024;        // queued requests beyond this are refused (kQueueFull)
   // Speculative decoding (docs/speculative.md): empty = none. Built once the backend exists; every decoding
   // sequence then verifies up to draft_tokens drafted tokens per step.
-  DrafterFactory drafter;
+  DrafterFactory drafter = nullptr;
   int32_t draft_tokens = 3;
 };
 

@@ -20,7 +20,7 @@ struct SequenceStep {
   std::span<const int32_t> tokens;
   bool all_logits = false;
   // Empty, or one GDN state checkpoint slot per token (−1 = none): speculative verification rows.
-  std::span<const int32_t> checkpoint_slots;
+  std::span<const int32_t> checkpoint_slots = {};
 };
 
 class ModelRunner {

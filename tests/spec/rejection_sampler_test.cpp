@@ -43,7 +43,9 @@ TEST(RejectionSampler, GeneralProposalGivesTheTarget) {
         const DraftVerdict v = verify_draft(p, q, d, rng);
         counts[static_cast<size_t>(v.token)]++;
         accepted += v.accepted;
-        if (v.accepted) ASSERT_EQ(v.token, d);
+        if (v.accepted) {
+          ASSERT_EQ(v.token, d);
+        }
       }
       const ChiSquare c = goodness_of_fit(counts, p);
       EXPECT_TRUE(c.ok(kZ)) << "p " << a << " q " << b << ": chi2 " << c.stat << " df " << c.df;
@@ -72,7 +74,9 @@ TEST(RejectionSampler, OneHotProposalGivesTheTargetForAnyDraft) {
         const DraftVerdict v = verify_one_hot(dist, d, rng);
         counts[static_cast<size_t>(v.token)]++;
         accepted += v.accepted;
-        if (!v.accepted) ASSERT_NE(v.token, d);
+        if (!v.accepted) {
+          ASSERT_NE(v.token, d);
+        }
       }
       const ChiSquare c = goodness_of_fit(counts, p);
       EXPECT_TRUE(c.ok(kZ)) << "p " << a << " draft " << d << ": chi2 " << c.stat << " df " << c.df;

@@ -83,7 +83,9 @@ TEST_F(TinyGreedy, EqualsPlainForEveryKChunkedAndNot) {
         } else {
           EXPECT_GT(t.acceptance_rate(), 0.2) << label;
           // blocks of K + 1 ≡ 0 (mod 3) tokens can settle with the wrong position always on the target's own token
-          if ((k + 1) % 3 != 0) EXPECT_LT(t.acceptance_rate(), 0.9) << label;
+          if ((k + 1) % 3 != 0) {
+            EXPECT_LT(t.acceptance_rate(), 0.9) << label;
+          }
         }
         ASSERT_EQ(t.accepted_at.size(), static_cast<size_t>(k)) << label;
         for (int32_t j = 1; j < k; ++j) EXPECT_LE(t.accepted_at[j], t.accepted_at[j - 1]) << label;
@@ -225,7 +227,9 @@ TEST_P(ReferenceGreedy, EqualsPlain) {
       const Spec s = run_spec(m, o, reqs, kind, k, truth, FeatureSpec{{0}, true});
       EXPECT_EQ(s.run.tokens, plain.tokens) << label;
       expect_sound(s, label);
-      if (kind == Kind::kOracle) EXPECT_EQ(s.run.stats.spec.accepted_tokens, s.run.stats.spec.drafted_tokens) << label;
+      if (kind == Kind::kOracle) {
+        EXPECT_EQ(s.run.stats.spec.accepted_tokens, s.run.stats.spec.drafted_tokens) << label;
+      }
     }
 }
 
