@@ -5,10 +5,11 @@
 #include <fmt/format.h>
 
 #include "engine/core/error.h"
+#include "engine/spec/dflash2_spec_drafter.h"
 
 namespace ninfer {
 
-std::vector<std::string> drafter_methods() { return {"mtp"}; }
+std::vector<std::string> drafter_methods() { return {"mtp", "dflash2"}; }
 
 namespace {
 
@@ -21,6 +22,7 @@ namespace {
 
 int32_t default_draft_tokens(std::string_view method) {
   if (method == "mtp") return 3;
+  if (method == "dflash2") return 7;  // the shipped drafter's block of 8 (docs/dflash2.md)
   unknown_method("", method);
 }
 
@@ -34,6 +36,7 @@ DrafterFactory make_drafter_factory(std::string_view method, const Artifact& art
       return std::make_unique<MtpDrafter>(config, *weights, backend, limits, options);
     };
   }
+  if (method == "dflash2") return make_dflash2_factory(artifact, config, lm_head_draft);
   unknown_method(artifact.path() + ": ", method);
 }
 
@@ -46,6 +49,7 @@ std::string describe_drafter(std::string_view method, const Artifact& artifact, 
                        config.mtp_num_layers, lm_head_draft ? "optimized" : "full",
                        lm_head_draft ? "draft_lm_head" : "lm_head", w.head.dim(0), config.vocab_size);
   }
+  if (method == "dflash2") return describe_dflash2(artifact, config, lm_head_draft);
   unknown_method(artifact.path() + ": ", method);
 }
 
