@@ -35,7 +35,7 @@ constexpr FeatureGate kGates[] = {
     {"--spec mtp", "MTP speculative decoding",
      [](const ServeOptions& o) { return o.spec == SpecMethod::kMtp; }, true},
     {"--spec dflash2", "DFlash2 speculative decoding",
-     [](const ServeOptions& o) { return o.spec == SpecMethod::kDflash2; }, false},
+     [](const ServeOptions& o) { return o.spec == SpecMethod::kDflash2; }, true},
     {"--lm-head-draft", "the reduced-vocabulary draft lm_head",
      [](const ServeOptions& o) { return o.lm_head_draft; }, true},
     {"--tp", "tensor parallelism over more than one rank",
