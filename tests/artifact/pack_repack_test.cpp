@@ -47,8 +47,8 @@ TEST(PackRepack, CopiesEveryTensorBlobAndMetadataAndAddsSafetensorsBySection) {
   TempDir dir;
   const std::string extra = dir.file("extra.safetensors"), out = dir.file("out.ninfer");
   testing::write_file(extra, testing::make_safetensors(
-                                 {{"dflash2.layers.0.mlp.up_proj.weight", {"F32", {2, 16}, f32_bytes(std::vector<float>(32, 0.5f))}},
-                                  {"dflash2.config", {"F32", {3}, f32_bytes({1, 2, 3})}},
+                                 {{"dflash2.test_extra.up_proj.weight", {"F32", {2, 16}, f32_bytes(std::vector<float>(32, 0.5f))}},
+                                  {"dflash2.test_extra.config", {"F32", {3}, f32_bytes({1, 2, 3})}},
                                   {"draft_lm_head.extra", {"BF16", {4}, testing::random_bf16(4, 7)}}}));
   PackReport r = pack_artifact({.from_artifact = kTiny, .add_safetensors = {extra}, .output = out, .show_progress = false});
   Artifact src = Artifact::open(kTiny);
@@ -62,8 +62,8 @@ TEST(PackRepack, CopiesEveryTensorBlobAndMetadataAndAddsSafetensorsBySection) {
     EXPECT_EQ(u.shape, t.shape) << t.name;
     EXPECT_EQ(u.checksum, t.checksum) << t.name;
   }
-  EXPECT_EQ(a.require("dflash2.config").section, "dflash2");
-  EXPECT_EQ(a.require("dflash2.layers.0.mlp.up_proj.weight").section, "dflash2");
+  EXPECT_EQ(a.require("dflash2.test_extra.config").section, "dflash2");
+  EXPECT_EQ(a.require("dflash2.test_extra.up_proj.weight").section, "dflash2");
   EXPECT_EQ(a.require("draft_lm_head.extra").section, "draft_lm_head");
   EXPECT_EQ(a.require("draft_lm_head.extra").dtype, DType::kBF16);
   ASSERT_TRUE(a.blob("tokenizer.json").has_value());
