@@ -138,6 +138,7 @@ def main():
     ap.add_argument("--eval-every", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--init-from", help="a drafter.pt to continue from (same config; fresh optimiser and schedule)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -174,6 +175,12 @@ def main():
         # logits, and the first steps collapse it to a constant (unigram) output it leaves only slowly.
         drafter.mask_embedding.zero_()
         drafter.norm.weight.fill_(0.1)
+    if args.init_from:  # continue a run: its weights (and config) instead of the init above
+        ck = torch.load(args.init_from, map_location="cpu")
+        if ck["config"] != cfg:
+            raise SystemExit(f"{args.init_from}: config {ck['config']} differs from {cfg}")
+        drafter.load_state_dict(ck["state"])
+        print(f"continuing from {args.init_from} (step {ck['step']})", flush=True)
     n_params = sum(p.numel() for p in drafter.parameters())
     print(f"drafter {n_params} parameters, config {json.dumps(cfg)}", flush=True)
 
