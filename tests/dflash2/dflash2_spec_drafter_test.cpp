@@ -4,6 +4,7 @@
 #include <functional>
 
 
+#include "tests/support/error_message.h"
 #include "engine/artifact/artifact.h"
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
@@ -106,14 +107,7 @@ TEST(Dflash2SpecDrafter, ContractViolationsAreErrors) {
   EXPECT_THROW(d->propose(std::span(&s, 1), 0, out), Error);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Dflash2SpecDrafter, RegistryBuildsItAndNamesAMissingSection) {
   Fixture f;

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "tests/support/error_message.h"
 #include "tests/backend/ref_ops.h"
 #include "tests/backend/test_util.h"
 #include "tests/kv/kv_test_util.h"
@@ -185,16 +186,7 @@ TEST_P(Int8Kv, ChunkedWritesAttendLikeOneWrite) {
   EXPECT_EQ(whole.values, chunked.values);
 }
 
-// The message of the Error `f` throws.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST_P(Int8Kv, MissingOrMisshapenScalesAreRefusedNamingOpAndTensor) {
   const int64_t nkv = 2, hd = 16;

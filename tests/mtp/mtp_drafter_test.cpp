@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "tests/support/error_message.h"
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
@@ -223,14 +224,7 @@ TEST(MtpDrafter, BatchOfSequencesEqualsEachAlone) {
   for (SeqId id : ids) d->add_sequence(id + 100);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(MtpDrafter, ContractViolationsAreErrors) {
   Tiny t;
