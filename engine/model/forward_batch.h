@@ -1,10 +1,10 @@
-// Owns the description of one forward step over a batch of sequences (the model runner fills it).
+// Owns the description of one forward step over a batch of sequences (the model runner fills it), and which
+// activations it copies out for a drafter.
 #pragma once
 
 #include <cstdint>
 #include <span>
-
-#include "engine/spec/drafter.h"
+#include <vector>
 
 namespace ninfer {
 
@@ -23,6 +23,19 @@ struct ForwardBatch {
   // Optional [T] or empty: GDN state checkpoint slot per row, −1 = none (SeqBatch::checkpoint_slot; speculative
   // verification rows, docs/speculative.md).
   std::span<const int32_t> checkpoint_slot = {};
+};
+
+// Which target activations a drafter is conditioned on (engine/spec/drafter.h). Per token row the engine hands over, concatenated in
+// this order: the output of each decoder layer in `layers` (the residual stream x after that layer, [H] each),
+// then, when `final_hidden`, the hidden state after the target's final norm (the row lm_head reads, [H]).
+struct FeatureSpec {
+  std::vector<int64_t> layers;
+  bool final_hidden = false;
+
+  int64_t width(int64_t hidden) const {
+    return (static_cast<int64_t>(layers.size()) + (final_hidden ? 1 : 0)) * hidden;
+  }
+  bool empty() const { return layers.empty() && !final_hidden; }
 };
 
 // Optional activations the forward copies out for a drafter: for EVERY token row of the batch (not only logit rows),

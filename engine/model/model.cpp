@@ -10,16 +10,8 @@ Model::Model(const ModelConfig& config, ModelWeights weights, Backend& backend)
     : config_(config),
       w_(std::move(weights)),
       backend_(backend),
-      norm_offset_(config.arch == Architecture::kQwen3_5 ? 1.0f : 0.0f) {}
-
-Tensor Model::scratch(const std::string& name, std::initializer_list<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  Buffer& b = scratch_[name];
-  if (b.bytes < bytes) b = backend_.alloc(bytes + bytes / 2);  // headroom so slowly growing batches reallocate rarely
-  return Tensor::make(b.data(), DType::kF32, shape, backend_.device());
-}
+      norm_offset_(config.arch == Architecture::kQwen3_5 ? 1.0f : 0.0f),
+      scratch_(backend) {}
 
 void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
                     const FeatureCapture& capture) {
@@ -47,9 +39,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     return Tensor::strided(capture.out.data() + static_cast<int64_t>(j) * H, DType::kF32, {T, H}, {W, 1}, Device::kCpu);
   };
 
-  Tensor x = scratch("x", {T, c.hidden_size});
-  Tensor h = scratch("h", {T, c.hidden_size});
-  Tensor mix = scratch("mix", {T, c.hidden_size});
+  Tensor x = scratch_.get("x", {T, c.hidden_size});
+  Tensor h = scratch_.get("h", {T, c.hidden_size});
+  Tensor mix = scratch_.get("mix", {T, c.hidden_size});
   backend_.embedding(x, w_.embed, batch.tokens);
 
   int64_t attn_layer = 0, gdn_layer = 0, layer = 0;
@@ -67,7 +59,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     ++layer;
   }
 
-  Tensor sel = scratch("sel", {R, c.hidden_size});
+  Tensor sel = scratch_.get("sel", {R, c.hidden_size});
   if (capturing && capture.spec->final_hidden) {  // every row through the final norm, the logit rows gathered after
     backend_.rms_norm(h, x, w_.final_norm, c.rms_norm_eps, norm_offset_);
     backend_.copy(capture_block(capture.spec->layers.size()), h);
@@ -76,7 +68,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     backend_.gather_rows(sel, x, batch.logit_rows);
     backend_.rms_norm(sel, sel, w_.final_norm, c.rms_norm_eps, norm_offset_);
   }
-  Tensor out = scratch("logits", {R, c.vocab_size});
+  Tensor out = scratch_.get("logits", {R, c.vocab_size});
   backend_.linear(out, sel, w_.lm_head);
   backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), out);
   backend_.synchronize();
@@ -89,13 +81,13 @@ void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Te
   const int64_t per_head = c.attn_output_gate ? 2 * hd : hd;
   const AttentionWeights& w = lw.attn;
 
-  Tensor qg = scratch("attn_qg", {T, nh * per_head});
+  Tensor qg = scratch_.get("attn_qg", {T, nh * per_head});
   backend_.linear(qg, h, w.q_proj);
   // Per head the projection emits [q | gate]: strided views pick each half.
   Tensor q_raw = Tensor::strided(qg.data, DType::kF32, {T, nh, hd}, {nh * per_head, per_head, 1}, qg.device);
-  Tensor q = scratch("attn_q", {T, nh, hd});
-  Tensor k = scratch("attn_k", {T, nkv, hd});
-  Tensor v = scratch("attn_v", {T, nkv, hd});
+  Tensor q = scratch_.get("attn_q", {T, nh, hd});
+  Tensor k = scratch_.get("attn_k", {T, nkv, hd});
+  Tensor v = scratch_.get("attn_v", {T, nkv, hd});
   backend_.rms_norm(q, q_raw, w.q_norm, c.rms_norm_eps, norm_offset_);
   backend_.linear(k.reshape({T, nkv * hd}), h, w.k_proj);
   backend_.rms_norm(k, k, w.k_norm, c.rms_norm_eps, norm_offset_);
@@ -104,7 +96,7 @@ void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Te
   backend_.rope(k, batch.positions, c.rotary_dim, c.rope_theta);
 
   backend_.kv_write(kv.layer(attn_layer), k, v, batch.kv_slots);
-  Tensor o = scratch("attn_o", {T, nh, hd});
+  Tensor o = scratch_.get("attn_o", {T, nh, hd});
   PagedKv paged{batch.q_start, batch.seq_len, batch.block_table, batch.max_blocks};
   backend_.attention(o, q, kv.layer(attn_layer), paged, 1.0f / std::sqrt(static_cast<float>(hd)));
   if (c.attn_output_gate) {
@@ -124,32 +116,32 @@ void Model::delta_net_block(const LayerWeights& lw, int64_t gdn_layer, const Ten
   const DeltaNetWeights& w = lw.gdn;
   SeqBatch seqs{batch.q_start, batch.state_slot, batch.checkpoint_slot};
 
-  Tensor qkv = scratch("gdn_qkv", {T, C});
-  Tensor z = scratch("gdn_z", {T, nv, dv});
-  Tensor a = scratch("gdn_a", {T, nv});
-  Tensor b = scratch("gdn_b", {T, nv});
+  Tensor qkv = scratch_.get("gdn_qkv", {T, C});
+  Tensor z = scratch_.get("gdn_z", {T, nv, dv});
+  Tensor a = scratch_.get("gdn_a", {T, nv});
+  Tensor b = scratch_.get("gdn_b", {T, nv});
   backend_.linear(qkv, h, w.in_proj_qkv);
   backend_.linear(z.reshape({T, nv * dv}), h, w.in_proj_z);
   backend_.linear(b, h, w.in_proj_b);
   backend_.linear(a, h, w.in_proj_a);
 
-  Tensor conv = scratch("gdn_conv", {T, C});
+  Tensor conv = scratch_.get("gdn_conv", {T, C});
   backend_.conv1d(conv, qkv, w.conv1d, state.conv(gdn_layer), seqs, /*silu=*/true);
   // Channels of the conv output are [q | k | v].
   auto* base = static_cast<float*>(conv.data);
   Tensor q_raw = Tensor::strided(base, DType::kF32, {T, nk, dk}, {C, dk, 1}, conv.device);
   Tensor k_raw = Tensor::strided(base + nk * dk, DType::kF32, {T, nk, dk}, {C, dk, 1}, conv.device);
   Tensor v = Tensor::strided(base + 2 * nk * dk, DType::kF32, {T, nv, dv}, {C, dv, 1}, conv.device);
-  Tensor q = scratch("gdn_q", {T, nk, dk});
-  Tensor k = scratch("gdn_k", {T, nk, dk});
+  Tensor q = scratch_.get("gdn_q", {T, nk, dk});
+  Tensor k = scratch_.get("gdn_k", {T, nk, dk});
   constexpr float kL2Eps = 1e-6f;  // transformers' l2norm default, as in the FLA kernels
   backend_.l2_norm(q, q_raw, kL2Eps, 1.0f / std::sqrt(static_cast<float>(dk)));
   backend_.l2_norm(k, k_raw, kL2Eps, 1.0f);
 
-  Tensor g = scratch("gdn_g", {T, nv});
-  Tensor beta = scratch("gdn_beta", {T, nv});
+  Tensor g = scratch_.get("gdn_g", {T, nv});
+  Tensor beta = scratch_.get("gdn_beta", {T, nv});
   backend_.gdn_gating(g, beta, a, b, w.A_log, w.dt_bias);
-  Tensor core = scratch("gdn_core", {T, nv, dv});
+  Tensor core = scratch_.get("gdn_core", {T, nv, dv});
   backend_.gated_delta_rule(core, q, k, v, g, beta, state.recurrent(gdn_layer), seqs);
   backend_.gated_rms_norm(core, core, z, w.norm, c.rms_norm_eps);
   backend_.linear(out, core.reshape({T, nv * dv}), w.out_proj);
@@ -157,8 +149,8 @@ void Model::delta_net_block(const LayerWeights& lw, int64_t gdn_layer, const Ten
 
 void Model::mlp_block(const LayerWeights& lw, const Tensor& h, const Tensor& out) {
   const int64_t T = h.dim(0), I = config_.intermediate_size;
-  Tensor gate = scratch("mlp_gate", {T, I});
-  Tensor up = scratch("mlp_up", {T, I});
+  Tensor gate = scratch_.get("mlp_gate", {T, I});
+  Tensor up = scratch_.get("mlp_up", {T, I});
   backend_.linear(gate, h, lw.gate_proj);
   backend_.linear(up, h, lw.up_proj);
   backend_.silu_mul(gate, gate, up);

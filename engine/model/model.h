@@ -1,11 +1,11 @@
 // Owns the Qwen3.5 hybrid / Qwen3 dense forward pass, written once against the Backend op interface.
 #pragma once
 
-#include <map>
 #include <span>
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/scratch_buffers.h"
 #include "engine/model/forward_batch.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
@@ -29,8 +29,6 @@ class Model {
   Backend& backend() { return backend_; }
 
  private:
-  // A reusable activation buffer per name, grown on demand.
-  Tensor scratch(const std::string& name, std::initializer_list<int64_t> shape);
   void attention_block(const LayerWeights& w, int64_t attn_layer, const Tensor& h, const Tensor& out,
                        const ForwardBatch& batch, KvCache& kv);
   void delta_net_block(const LayerWeights& w, int64_t gdn_layer, const Tensor& h, const Tensor& out,
@@ -41,7 +39,7 @@ class Model {
   ModelWeights w_;
   Backend& backend_;
   float norm_offset_;  // 1 for Qwen3.5's zero-centred (1 + w) RMSNorm, 0 for Qwen3's plain w
-  std::map<std::string, Buffer> scratch_;
+  ScratchBuffers scratch_;  // a reusable activation buffer per name, grown on demand
 };
 
 }  // namespace ninfer

@@ -239,11 +239,9 @@ std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std:
     reason = commit(s, tok, out, forced);
     if (reason || forced || !ok) break;  // a stop, forced tokens or the first rejection end the block
   }
-  s.spec.verify_steps++, s.spec.drafted_tokens += k, s.spec.accepted_tokens += accepted;
-  if (s.spec.accepted_at.empty()) s.spec.accepted_at.assign(static_cast<size_t>(spec_->draft_tokens()), 0);
-  for (int32_t j = 0; j < accepted; ++j) s.spec.accepted_at[static_cast<size_t>(j)]++;
-  spec_totals_.verify_steps++, spec_totals_.drafted_tokens += k, spec_totals_.accepted_tokens += accepted;
-  for (int32_t j = 0; j < accepted; ++j) spec_totals_.accepted_at[static_cast<size_t>(j)]++;
+  const size_t positions = static_cast<size_t>(spec_->draft_tokens());
+  s.spec.record_step(k, accepted, positions);
+  spec_totals_.record_step(k, accepted, positions);
   // Rows [0, rows) are committed: the caches keep exactly them (the state after row rows − 1 is its checkpoint;
   // when every row is committed the sequence slot already holds it).
   s.computed = begin + rows;

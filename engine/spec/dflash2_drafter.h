@@ -11,7 +11,7 @@
 #include "engine/backend/backend.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/spec/dflash2_config.h"
-#include "engine/spec/scratch_buffers.h"
+#include "engine/backend/scratch_buffers.h"
 
 namespace ninfer {
 

@@ -9,22 +9,10 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/model/forward_batch.h"
 #include "engine/runtime/kv_cache.h"
 
 namespace ninfer {
-
-// Which target activations a drafter is conditioned on. Per token row the engine hands over, concatenated in
-// this order: the output of each decoder layer in `layers` (the residual stream x after that layer, [H] each),
-// then, when `final_hidden`, the hidden state after the target's final norm (the row lm_head reads, [H]).
-struct FeatureSpec {
-  std::vector<int64_t> layers;
-  bool final_hidden = false;
-
-  int64_t width(int64_t hidden) const {
-    return (static_cast<int64_t>(layers.size()) + (final_hidden ? 1 : 0)) * hidden;
-  }
-  bool empty() const { return layers.empty() && !final_hidden; }
-};
 
 // Rows the target has computed for committed tokens of one sequence: positions [start, start + n). Row i
 // carries the target features at position start + i and next_tokens[i], the committed token at start + i + 1

@@ -19,6 +19,13 @@ struct SpecStats {
   double acceptance_rate() const {
     return drafted_tokens == 0 ? 0.0 : static_cast<double>(accepted_tokens) / static_cast<double>(drafted_tokens);
   }
+  // One verification step over `drafted` drafts whose first `accepted` were committed; accepted_at spans at least
+  // `positions` entries (K).
+  void record_step(int64_t drafted, int64_t accepted, size_t positions) {
+    verify_steps++, drafted_tokens += drafted, accepted_tokens += accepted;
+    if (accepted_at.size() < positions) accepted_at.resize(positions, 0);
+    for (int64_t j = 0; j < accepted; ++j) accepted_at[static_cast<size_t>(j)]++;
+  }
   void add(const SpecStats& o) {
     verify_steps += o.verify_steps, drafted_tokens += o.drafted_tokens, accepted_tokens += o.accepted_tokens;
     if (accepted_at.size() < o.accepted_at.size()) accepted_at.resize(o.accepted_at.size(), 0);

@@ -1,4 +1,5 @@
-// Owns named, reusable activation buffers on a backend (grown on demand), for forwards that run every step.
+// Owns named, reusable activation buffers on a backend (grown on demand), for forwards that run every step: the
+// model's, the drafters'.
 #pragma once
 
 #include <initializer_list>
