@@ -1,8 +1,8 @@
 #include "engine/model/model.h"
-
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/model/swiglu_mlp.h"
 
 namespace ninfer {
 
@@ -51,7 +51,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     else delta_net_block(lw, gdn_layer++, h, mix, batch, state);
     backend_.add(x, x, mix);
     backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, norm_offset_);
-    mlp_block(lw, h, mix);
+    swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
     backend_.add(x, x, mix);
     if (capturing)
       for (size_t j = 0; j < capture.spec->layers.size(); ++j)
@@ -145,16 +145,6 @@ void Model::delta_net_block(const LayerWeights& lw, int64_t gdn_layer, const Ten
   backend_.gated_delta_rule(core, q, k, v, g, beta, state.recurrent(gdn_layer), seqs);
   backend_.gated_rms_norm(core, core, z, w.norm, c.rms_norm_eps);
   backend_.linear(out, core.reshape({T, nv * dv}), w.out_proj);
-}
-
-void Model::mlp_block(const LayerWeights& lw, const Tensor& h, const Tensor& out) {
-  const int64_t T = h.dim(0), I = config_.intermediate_size;
-  Tensor gate = scratch_.get("mlp_gate", {T, I});
-  Tensor up = scratch_.get("mlp_up", {T, I});
-  backend_.linear(gate, h, lw.gate_proj);
-  backend_.linear(up, h, lw.up_proj);
-  backend_.silu_mul(gate, gate, up);
-  backend_.linear(out, gate, lw.down_proj);
 }
 
 }  // namespace ninfer

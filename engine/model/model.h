@@ -33,7 +33,6 @@ class Model {
                        const ForwardBatch& batch, KvCache& kv);
   void delta_net_block(const LayerWeights& w, int64_t gdn_layer, const Tensor& h, const Tensor& out,
                        const ForwardBatch& batch, LinearStateCache& state);
-  void mlp_block(const LayerWeights& w, const Tensor& h, const Tensor& out);
 
   ModelConfig config_;
   ModelWeights w_;

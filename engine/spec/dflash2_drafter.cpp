@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/model_weights.h"
+#include "engine/model/swiglu_mlp.h"
 
 namespace ninfer {
 namespace {
@@ -181,7 +182,7 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
   const std::vector<int32_t> zeros(static_cast<size_t>(S * D), 0);
   backend_.embedding(x.slice0(S, R), w_.mask_embedding, zeros);
 
-  const int64_t nh = c.num_heads, hd = c.head_dim, I = c.intermediate_size;
+  const int64_t nh = c.num_heads, hd = c.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const Dflash2LayerWeights& lw = w_.layers[static_cast<size_t>(l)];
@@ -196,12 +197,7 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
     backend_.linear(mix, o.reshape({R, nh * hd}), lw.o_proj);
     backend_.add(x, x, mix);
     backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, 0.0f);
-    Tensor gate = scratch_.get("gate", {R, I});
-    Tensor up = scratch_.get("up", {R, I});
-    backend_.linear(gate, h, lw.gate_proj);
-    backend_.linear(up, h, lw.up_proj);
-    backend_.silu_mul(gate, gate, up);
-    backend_.linear(mix, gate, lw.down_proj);
+    swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
     backend_.add(x, x, mix);
   }
   Tensor sel = scratch_.get("sel", {S * D, H});

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine/core/error.h"
+#include "engine/model/swiglu_mlp.h"
 
 namespace ninfer {
 
@@ -193,7 +194,7 @@ Tensor MtpDrafter::forward(const Step& step, const Tensor& hidden, bool all_rows
   attend(h, mix, query, step);
   backend_.add(x, x, mix);
   backend_.rms_norm(h, x, w_.layer.post_norm, c.rms_norm_eps, kNormOffset);
-  mlp(h, mix);
+  swiglu_mlp(backend_, scratch_, w_.layer.gate_proj, w_.layer.up_proj, w_.layer.down_proj, h, mix);
   backend_.add(x, x, mix);
   return x;
 }
@@ -232,16 +233,6 @@ void MtpDrafter::attend(const Tensor& h, const Tensor& out, const Query& query, 
     backend_.sigmoid_mul(o, o, Tensor::strided(static_cast<float*>(qg.data) + d, DType::kF32, {R, heads, d},
                                                {row, head_stride, 1}, qg.device));
   backend_.linear(out, o.reshape({R, heads * d}), w.o_proj);
-}
-
-void MtpDrafter::mlp(const Tensor& h, const Tensor& out) {
-  const int64_t T = h.dim(0), inter = config_.intermediate_size;
-  Tensor gu = scratch_.get("gate_up", {2, T, inter});
-  Tensor gate = gu.slice0(0, 1).reshape({T, inter}), up = gu.slice0(1, 2).reshape({T, inter});
-  backend_.linear(gate, h, w_.layer.gate_proj);
-  backend_.linear(up, h, w_.layer.up_proj);
-  backend_.silu_mul(gate, gate, up);
-  backend_.linear(out, gate, w_.layer.down_proj);
 }
 
 void MtpDrafter::score(const Tensor& x, const Tensor& normed, std::span<int32_t> ids, std::span<float> logits) {

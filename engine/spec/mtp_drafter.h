@@ -103,7 +103,6 @@ class MtpDrafter : public Drafter {
   Tensor forward(const Step& step, const Tensor& hidden, bool all_rows);
   void write_kv(const Tensor& h, const Step& step);
   void attend(const Tensor& h, const Tensor& out, const Query& query, const Step& step);
-  void mlp(const Tensor& h, const Tensor& out);
   // Scores rows x [R, H] (pre-norm MTP outputs; normalised into `normed`) with the head; argmax ids into `ids`
   // (full-vocabulary), and the scores into `logits` when it is not empty.
   void score(const Tensor& x, const Tensor& normed, std::span<int32_t> ids, std::span<float> logits);
