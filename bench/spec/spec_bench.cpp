@@ -46,12 +46,12 @@ struct Variant {
 
 std::vector<Variant> variants(int max_k) {
   std::vector<Variant> v{{}};
-  for (int32_t k = 1; k <= max_k; ++k) v.push_back({"mtp", k, false}), v.push_back({"mtp", k, true});
+  for (int32_t k = 1; k <= max_k; ++k) v.push_back({"mtp", k, false, {}}), v.push_back({"mtp", k, true, {}});
   // The hidden-state question of docs/mtp.md, end to end: the target's pre-final-norm residual as the MTP input.
   v.push_back({"mtp", std::min(3, max_k), false, {.hidden = MtpHidden::kPreFinalNorm}});
   const std::vector<std::string> known = drafter_methods();
   if (std::find(known.begin(), known.end(), "dflash2") != known.end())
-    v.push_back({"dflash2", 7, false}), v.push_back({"dflash2", 7, true});
+    v.push_back({"dflash2", 7, false, {}}), v.push_back({"dflash2", 7, true, {}});
   return v;
 }
 
@@ -115,7 +115,8 @@ struct Measured {
 // One engine per variant, all alive at once, so that the passes can interleave the variants: the machine's load
 // drifts (other processes), and interleaving spreads the drift over every row alike.
 struct Bench {
-  Bench(const Variant& v, const Artifact& a, const ModelConfig& c, int threads) : m{v} {
+  Bench(const Variant& v, const Artifact& a, const ModelConfig& c, int threads) {
+    m.v = v;
     EngineOptions o{.max_context = 1024, .prefill_chunk = 512, .max_concurrency = 1, .kv_dtype = DType::kF32,
                     .threads = threads, .greedy = true};
     if (!v.method.empty()) {
