@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
+#include "tests/support/pack_error.h"
 #include "tests/support/test_files.h"
 
 namespace ninfer {
@@ -33,15 +34,7 @@ std::vector<int32_t> read_i32_file(const std::string& path) {
   return v;
 }
 
-std::string pack_error(const PackOptions& o) {
-  try {
-    pack_artifact(o);
-  } catch (const Error& e) {
-    EXPECT_FALSE(fs::exists(path_from_utf8(o.output))) << "a failed pack left " << o.output;
-    return e.what();
-  }
-  return "";
-}
+using testing::pack_error;
 
 TEST(PackRepack, CopiesEveryTensorBlobAndMetadataAndAddsSafetensorsBySection) {
   TempDir dir;

@@ -22,6 +22,7 @@
 #include "engine/pack/packer.h"
 #include "engine/quant/nvfp4.h"
 #include "engine/runtime/model_runner.h"
+#include "tests/support/pack_error.h"
 #include "tests/support/test_files.h"
 
 namespace ninfer {
@@ -255,15 +256,7 @@ TEST_F(PackImport, ImportedCheckpointsGiveTheLogitsOfOwnQuantization) {
               rel_err(mo4, mo));
 }
 
-std::string pack_error(const PackOptions& o) {
-  try {
-    pack_artifact(o);
-  } catch (const Error& e) {
-    EXPECT_FALSE(fs::exists(path_from_utf8(o.output))) << "a failed pack left " << o.output;
-    return e.what();
-  }
-  return "";
-}
+using testing::pack_error;
 
 TEST(PackImportErrors, UnsupportedOrBrokenCheckpointsAreRefusedNamingTheCause) {
   testing::TempDir dir;
