@@ -88,10 +88,12 @@ class RequestBridge final : public RequestObserver {
       case FinishReason::kEos: f.stop_reason = StopReason::kEos; break;
       case FinishReason::kOutputLimit: f.stop_reason = StopReason::kOutputLimit; break;
       case FinishReason::kContextLimit: f.stop_reason = StopReason::kContextLimit; break;
-      case FinishReason::kCancelled: f.stop_reason = stopped_ ? StopReason::kStopString : StopReason::kCancelled; break;
+      case FinishReason::kCancelled: f.stop_reason = StopReason::kCancelled; break;
       case FinishReason::kError: f.stop_reason = StopReason::kError, f.error = r.error; break;
     }
-    if (stopped_) f.stop_string = matched_;
+    // A matched stop string ended the answer the client sees, whatever the engine did after it: the cancel it asked
+    // for, or an output limit / stop token the engine reached before the cancel arrived (a fast engine does).
+    if (stopped_ && r.reason != FinishReason::kError) f.stop_reason = StopReason::kStopString, f.stop_string = matched_;
     if (spec_method_ != "none")  // the engine speculates every request: zero counts are figures too
       f.spec = SpecStats{spec_method_, draft_tokens_, r.spec.verify_steps, r.spec.drafted_tokens, r.spec.accepted_tokens,
                          r.spec.accepted_at, spec_head_};
