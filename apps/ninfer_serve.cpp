@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
     eo.threads = opt.threads;
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
     eo.greedy = opt.greedy;
+    eo.prefix_cache = opt.prefix_reuse;
+    eo.prefix_snapshots = opt.prefix_snapshots.value_or(0);
     if (opt.spec != ninfer::server::SpecMethod::kNone) {
       eo.drafter = std::move(drafter);
       eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
     ninfer::MemoryPlan plan = ninfer::plan_memory(
         config, {.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
                  .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
-                 .available_bytes = ninfer::host_available_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0});
+                 .available_bytes = ninfer::host_available_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0,
+                 .prefix_snapshots = ninfer::prefix_snapshot_rows(config, eo)});
     // The server listens (GET /health: 503) while the engine is built and the weights are paged in.
     ninfer::server::DeferredEngine port;
     std::unique_ptr<ninfer::Engine> engine;
@@ -115,9 +118,14 @@ int main(int argc, char** argv) {
                        opt.lm_head_draft ? " --lm-head-draft" : "", drafter_line);
         else
           spdlog::info("speculative decoding: off (--spec none)");
-        // Prefix reuse is not built yet: every prompt is prefilled cold, whatever --no-prefix-reuse says, and the
-        // JSONL lines report prefix_reuse=false.
-        if (opt.prefix_reuse) spdlog::info("prefix reuse: not built yet, every prompt is prefilled cold");
+        if (engine->prefix_reuse())
+          spdlog::info("prefix reuse: on, whole {}-token blocks{}", eo.kv_block_size,
+                       engine->prefix_snapshot_rows() > 0
+                           ? fmt::format(", up to {} GDN state snapshots", engine->prefix_snapshot_rows())
+                           : std::string());
+        else
+          spdlog::info("prefix reuse: off ({}), every prompt is prefilled cold",
+                       opt.prefix_reuse ? "not combined with --spec yet" : "--no-prefix-reuse");
         spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
                      ninfer::host_available_bytes() / (1024.0 * 1024.0));
         ninfer::server::EngineServiceConfig sc;
@@ -130,7 +138,7 @@ int main(int argc, char** argv) {
         const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
         sc.info.default_sampling = ninfer::server::default_sampling(gen);
         sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
-                            engine->kv_tokens(), /*prefix_reuse=*/false, opt.tp, opt.max_concurrency, spec_method,
+                            engine->kv_tokens(), engine->prefix_reuse(), opt.tp, opt.max_concurrency, spec_method,
                             eo.drafter ? eo.draft_tokens : 0, opt.lm_head_draft};
         sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
         sc.default_reasoning_budget = opt.reasoning_budget;

@@ -81,6 +81,7 @@ class RequestBridge final : public RequestObserver {
     }
     FinalResult f;
     f.prompt_tokens = r.prompt_tokens;
+    f.cached_tokens = r.cached_tokens;
     f.completion_tokens = r.completion_tokens;
     f.reasoning_tokens = reasoning_tokens_;
     f.timings = {r.timings.queue_s, r.timings.prefill_s, r.timings.decode_s, r.timings.ttft_s, r.timings.total_s};

@@ -137,6 +137,11 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   auto* devices_opt = app.add_option(
       "--devices", devices, "Comma-separated device ordinals, one per --tp rank [default: 0..tp-1]");
   app.add_flag("--no-prefix-reuse", no_prefix_reuse, "Do not reuse cached prompt prefixes (cold prefill)");
+  int prefix_snapshots = 0;
+  auto* snapshots_opt = app.add_option("--prefix-snapshots", prefix_snapshots,
+                                       "GDN state snapshots the prefix cache keeps (hybrid models) [default: 2 x "
+                                       "--max-concurrency]")
+                            ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--verify", verify, "Check every tensor checksum of the artifact at load (header checks always run)");
   app.add_flag("--greedy", o.greedy, "Greedy (argmax) decoding for every request");
   app.add_option("--spec", spec, "Speculative decoding method")
@@ -208,6 +213,10 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                                      o.devices.size(), o.tp));
   }
   o.prefix_reuse = !no_prefix_reuse;
+  if (*snapshots_opt) {
+    if (!o.prefix_reuse) return usage_error("--prefix-snapshots: prefix reuse is off (--no-prefix-reuse)");
+    o.prefix_snapshots = prefix_snapshots;
+  }
   o.verify = verify;
   if (*draft_opt) {
     if (o.spec == SpecMethod::kNone)
@@ -247,6 +256,7 @@ std::string describe(const ServeOptions& o) {
                    o.nvfp4_w4a16 ? "w4a16" : "w4a4", o.max_concurrency, o.tp);
   if (!o.devices.empty()) s += fmt::format(" --devices {}", fmt::join(o.devices, ","));
   if (!o.prefix_reuse) s += " --no-prefix-reuse";
+  if (o.prefix_snapshots) s += fmt::format(" --prefix-snapshots {}", *o.prefix_snapshots);
   if (o.verify) s += " --verify";
   if (o.greedy) s += " --greedy";
   s += fmt::format(" --spec {}", spec_method_name(o.spec));

@@ -30,6 +30,7 @@ struct ServeOptions {
   int tp = 1;                              // --tp: tensor-parallel ranks
   std::vector<int> devices;                // --devices 0,1: one device per tp rank (unset = 0..tp-1)
   bool prefix_reuse = true;                // --no-prefix-reuse turns it off
+  std::optional<int> prefix_snapshots;     // --prefix-snapshots N: unset = 2 × --max-concurrency (hybrid models)
   bool verify = false;                     // --verify: hash every tensor at load
   bool greedy = false;                     // --greedy: argmax for every request
   SpecMethod spec = SpecMethod::kNone;     // --spec

@@ -24,6 +24,12 @@ namespace {
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 }  // namespace
 
+int64_t prefix_snapshot_rows(const ModelConfig& config, const EngineOptions& o) {
+  if (!o.prefix_cache || o.drafter || config.num_linear_attention_layers() == 0) return 0;
+  if (o.prefix_snapshots < 0) fail(ErrorKind::kInvalidArgument, "engine options: prefix_snapshots {} < 0", o.prefix_snapshots);
+  return o.prefix_snapshots > 0 ? o.prefix_snapshots : 2 * static_cast<int64_t>(o.max_concurrency);
+}
+
 Engine::Engine(const Artifact& artifact, const ModelConfig& config, const EngineOptions& options)
     : config_(config), options_(options) {
   if (options_.max_context <= 0 || options_.prefill_chunk <= 0 || options_.max_concurrency <= 0)
@@ -39,7 +45,22 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   const int64_t checkpoints = options_.drafter ? options_.draft_tokens : 0;
   if (options_.drafter && options_.draft_tokens < 1)
     fail(ErrorKind::kInvalidArgument, "engine options: draft_tokens {} must be at least 1", options_.draft_tokens);
-  state_ = std::make_unique<LinearStateCache>(*backend_, config_, options_.max_concurrency, checkpoints);
+  // Prefix reuse: a hybrid model keeps GDN state snapshots in extra linear-state rows, one boundary row per sequence
+  // slot (the state at its last block boundary) and then the cache's snapshot rows.
+  const bool prefix = options_.prefix_cache && !options_.drafter;
+  if (options_.prefix_cache && options_.drafter)
+    spdlog::warn("prefix reuse is off with speculative decoding (the drafter keeps its own caches): every prompt is "
+                 "prefilled cold");
+  const bool hybrid = config_.num_linear_attention_layers() > 0;
+  prefix_snapshots_ = ninfer::prefix_snapshot_rows(config_, options_);
+  const int64_t extra_rows = prefix_snapshots_ > 0 ? options_.max_concurrency + prefix_snapshots_ : 0;
+  state_ = std::make_unique<LinearStateCache>(*backend_, config_, options_.max_concurrency, checkpoints, extra_rows);
+  if (prefix) {
+    std::vector<int32_t> rows;
+    for (int64_t i = 0; i < prefix_snapshots_; ++i) rows.push_back(state_->extra_row(options_.max_concurrency + i));
+    prefix_ = std::make_unique<PrefixCache>(*kv_, *state_, hybrid, std::move(rows));
+    kv_->set_reclaimer([this] { return prefix_->evict_one(); });
+  }
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_, *state_);
   if (options_.drafter) {
     // The drafter may write scratch up to draft_tokens positions past a sequence's last one.
@@ -122,6 +143,7 @@ EngineStats Engine::stats() const {
 }
 
 void Engine::finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error) {
+  if (prefix_ && reason != FinishReason::kError && seq->state_slot >= 0) keep_prefix(*seq);
   kv_->release(static_cast<SeqId>(seq->id));
   if (seq->state_slot >= 0) {
     state_->release(seq->state_slot);
@@ -132,6 +154,7 @@ void Engine::finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::str
   r.reason = reason;
   r.error = std::move(error);
   r.prompt_tokens = seq->prompt_len;
+  r.cached_tokens = seq->cached_tokens;
   r.completion_tokens = std::max<int64_t>(seq->completion_tokens(), 0);
   auto& t = r.timings;
   if (seq->scheduled_once) {
@@ -264,6 +287,7 @@ void Engine::step() {
   auto plan = scheduler_->schedule([&](Sequence& s) {
     s.state_slot = state_->acquire();
     if (spec_) spec_->add(static_cast<SeqId>(s.id));
+    if (prefix_) reuse_prefix(s);
   });
   if (plan.empty()) {
     publish_stats();
@@ -309,6 +333,7 @@ void Engine::step() {
       reason = commit_block(s, i, rows, out);
     } else {
       s.computed = plan[i].end;
+      if (prefix_) note_progress(s, begin);
       if (!s.prefilling()) {  // a prompt chunk that does not finish the prompt has nothing to sample
         if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
         std::copy_n(rows.begin(), V, row_.begin());
@@ -332,8 +357,56 @@ void Engine::step() {
   publish_stats();
 }
 
+void Engine::reuse_prefix(Sequence& s) {
+  const int64_t bs = kv_->block_size();
+  // At least the prompt's last token is computed: its logits give the first output token.
+  const PrefixMatch m = prefix_->match(std::span(s.tokens).first(static_cast<size_t>(s.prompt_len)), s.prompt_len - 1);
+  if (m.tokens > 0) {
+    kv_->adopt(static_cast<SeqId>(s.id), m.blocks);
+    if (m.snapshot_row >= 0) state_->copy_slot(s.state_slot, m.snapshot_row);
+    s.computed = s.cached_tokens = m.tokens;
+  }
+  // A hybrid model can only resume where a GDN snapshot was taken: the prefill stops at the prompt's last block
+  // boundary so the state there can be kept for the next request with this prompt.
+  if (prefix_->needs_state()) {
+    const int64_t at = (s.prompt_len - 1) / bs * bs;
+    s.split_at = at > s.computed ? at : 0;
+  }
+}
+
+void Engine::note_progress(Sequence& s, int64_t begin) {
+  const int64_t bs = kv_->block_size();
+  const auto& blocks = kv_->blocks(static_cast<SeqId>(s.id));
+  const auto tokens = std::span(s.tokens);
+  if (!prefix_->needs_state()) {
+    // K/V alone make a prefix reusable: publish the prompt's whole blocks as soon as the prompt is in.
+    if (begin < s.prompt_len && !s.prefilling())
+      prefix_->insert(tokens.first(static_cast<size_t>(s.computed / bs * bs)), blocks);
+    return;
+  }
+  if (s.computed % bs != 0 || s.computed == begin) return;  // the state is only kept at block boundaries
+  if (s.computed == s.split_at) {
+    prefix_->insert(tokens.first(static_cast<size_t>(s.computed)), blocks, s.state_slot);
+  } else {
+    state_->copy_slot(boundary_row(s), s.state_slot);
+    s.boundary_at = s.computed;
+  }
+}
+
+void Engine::keep_prefix(const Sequence& s) {
+  const auto& blocks = kv_->blocks(static_cast<SeqId>(s.id));
+  const auto tokens = std::span(s.tokens);
+  if (!prefix_->needs_state()) {
+    const int64_t bs = kv_->block_size();
+    prefix_->insert(tokens.first(static_cast<size_t>(s.computed / bs * bs)), blocks);
+  } else if (s.boundary_at > 0) {
+    prefix_->insert(tokens.first(static_cast<size_t>(s.boundary_at)), blocks, boundary_row(s));
+  }
+}
+
 void Engine::publish_stats() {
   std::lock_guard lock(mu_);
+  if (prefix_) stats_.prefix = prefix_->stats();
   stats_.running = static_cast<int64_t>(scheduler_->running().size());
   stats_.waiting = static_cast<int64_t>(scheduler_->waiting().size());
   stats_.kv_blocks_used = scheduler_->committed_blocks();

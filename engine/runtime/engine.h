@@ -15,6 +15,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
 #include "engine/runtime/model_runner.h"
+#include "engine/runtime/prefix_cache.h"
 #include "engine/runtime/request.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/spec/drafter.h"
@@ -37,7 +38,16 @@ struct EngineOptions {
   // sequence then verifies up to draft_tokens drafted tokens per step.
   DrafterFactory drafter = nullptr;
   int32_t draft_tokens = 3;
+  // Prefix reuse (docs/prefix-cache.md): prompts start from the longest cached whole-block prefix. Not combined with
+  // speculative decoding yet (the drafters keep their own caches): with a drafter it is off, and prefix_reuse() says so.
+  bool prefix_cache = false;
+  int32_t prefix_snapshots = 0;     // GDN state snapshots the cache may hold (hybrid models); 0 = 2 × max_concurrency
 };
+
+// GDN state snapshot rows the prefix cache of an engine with these options holds (0 without prefix reuse, with a
+// drafter, or for a model without linear-attention layers); the memory plan counts them, and one boundary row per
+// sequence slot next to them.
+int64_t prefix_snapshot_rows(const ModelConfig& config, const EngineOptions& options);
 
 struct EngineStats {
   int64_t waiting = 0;
@@ -45,6 +55,7 @@ struct EngineStats {
   int64_t kv_blocks_used = 0;   // committed to admitted sequences
   int64_t kv_blocks_total = 0;
   SpecStats spec;               // speculative decoding totals since the engine started (all zero without a drafter)
+  PrefixCacheStats prefix;      // all zero without prefix reuse
 };
 
 class Engine {
@@ -69,6 +80,10 @@ class Engine {
   // KV tokens the pool holds (kv_capacity rounded up to whole blocks); the bytes are in plan_memory().
   int64_t kv_tokens() const { return kv_->capacity_tokens(); }
   std::string backend_name() const { return backend_->name(); }
+  // Whether prompts reuse cached prefixes (EngineOptions::prefix_cache without a drafter).
+  bool prefix_reuse() const { return prefix_ != nullptr; }
+  // Prefix-cache GDN snapshot rows (0 without prefix reuse or for a model without linear-attention layers).
+  int64_t prefix_snapshot_rows() const { return prefix_snapshots_; }
 
  private:
   void loop();
@@ -86,6 +101,12 @@ class Engine {
   // committed rows, and returns why the sequence ends, if it does.
   std::optional<FinishReason> commit_block(Sequence& s, size_t chunk, std::span<const float> logits,
                                            std::vector<OutputToken>& out);
+  // Prefix reuse: at admission, start `s` from the longest cached prefix of its prompt; after a step that brought
+  // `s` from `begin` to s.computed, record what the cache should keep; when `s` ends, hand its blocks to the cache.
+  void reuse_prefix(Sequence& s);
+  void note_progress(Sequence& s, int64_t begin);
+  void keep_prefix(const Sequence& s);
+  int32_t boundary_row(const Sequence& s) const { return state_->extra_row(s.state_slot); }
 
   ModelConfig config_;
   EngineOptions options_;
@@ -93,6 +114,8 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<LinearStateCache> state_;
+  std::unique_ptr<PrefixCache> prefix_;   // null without prefix reuse
+  int64_t prefix_snapshots_ = 0;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;  // engine thread only
   std::unique_ptr<SpecDecoder> spec_;     // engine thread only; null without a drafter

@@ -45,6 +45,7 @@ KvCache::KvCache(Backend& backend, const ModelConfig& c, const KvCacheConfig& kv
     layers_.push_back(layer);
   }
   free_.reserve(static_cast<size_t>(kv.num_blocks));
+  refs_.assign(static_cast<size_t>(kv.num_blocks), 0);
   for (int64_t b = kv.num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
@@ -59,15 +60,40 @@ bool KvCache::reserve(SeqId seq, int64_t tokens) {
   const int64_t need = (tokens + cfg_.block_size - 1) / cfg_.block_size;
   const int64_t more = need - static_cast<int64_t>(table.size());
   if (more <= 0) return true;
+  while (more > free_blocks() && reclaim_ && reclaim_()) {
+  }
   if (more > free_blocks()) {
     if (table.empty()) tables_.erase(seq);
     return false;
   }
   for (int64_t i = 0; i < more; ++i) {
-    table.push_back(free_.back());
+    const int32_t b = free_.back();
     free_.pop_back();
+    refs_[static_cast<size_t>(b)] = 1;
+    table.push_back(b);
   }
   return true;
+}
+
+void KvCache::adopt(SeqId seq, std::span<const int32_t> blocks) {
+  auto& table = tables_[seq];
+  if (!table.empty())
+    fail(ErrorKind::kInternal, "KV cache: sequence {} adopts a cached prefix but already holds {} blocks", seq,
+         table.size());
+  for (int32_t b : blocks) ref(b);
+  table.assign(blocks.begin(), blocks.end());
+}
+
+void KvCache::ref(int32_t block) {
+  if (block < 0 || block >= cfg_.num_blocks || refs_[static_cast<size_t>(block)] <= 0)
+    fail(ErrorKind::kInternal, "KV cache: reference to block {} that is not in use", block);
+  ++refs_[static_cast<size_t>(block)];
+}
+
+void KvCache::unref(int32_t block) {
+  if (block < 0 || block >= cfg_.num_blocks || refs_[static_cast<size_t>(block)] <= 0)
+    fail(ErrorKind::kInternal, "KV cache: block {} released more often than referenced", block);
+  if (--refs_[static_cast<size_t>(block)] == 0) free_.push_back(block);
 }
 
 void KvCache::truncate(SeqId seq, int64_t tokens) {
@@ -75,7 +101,7 @@ void KvCache::truncate(SeqId seq, int64_t tokens) {
   if (it == tables_.end()) return;
   const size_t keep = static_cast<size_t>((tokens + cfg_.block_size - 1) / cfg_.block_size);
   while (it->second.size() > keep) {
-    free_.push_back(it->second.back());
+    unref(it->second.back());
     it->second.pop_back();
   }
 }
@@ -83,7 +109,7 @@ void KvCache::truncate(SeqId seq, int64_t tokens) {
 void KvCache::release(SeqId seq) {
   auto it = tables_.find(seq);
   if (it == tables_.end()) return;
-  for (auto b = it->second.rbegin(); b != it->second.rend(); ++b) free_.push_back(*b);
+  for (auto b = it->second.rbegin(); b != it->second.rend(); ++b) unref(*b);
   tables_.erase(it);
 }
 

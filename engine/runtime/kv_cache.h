@@ -1,7 +1,10 @@
-// Owns the paged KV cache: per-layer K/V block tensors (and int8 scales), the free-block pool, each sequence's block table.
+// Owns the paged KV cache: per-layer K/V block tensors (and int8 scales), the reference-counted block pool, each
+// sequence's block table.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -24,13 +27,23 @@ class KvCache {
   // f32 [num_blocks, block_size, n_kv] k_scale and v_scale tensors next to them.
   KvCache(Backend& backend, const ModelConfig& config, const KvCacheConfig& kv);
 
-  // Grows `seq`'s block table to hold `tokens` tokens. Returns false, changing nothing, when the pool has
-  // too few free blocks. Never shrinks.
+  // Grows `seq`'s block table to hold `tokens` tokens. When the free list runs short it asks the reclaimer (the
+  // prefix cache) for blocks only it holds. Returns false, changing no table, when still too few are free. Never shrinks.
   bool reserve(SeqId seq, int64_t tokens);
   // Drops blocks past the first `tokens` tokens (rollback of rejected draft tokens, or a cancelled tail).
   void truncate(SeqId seq, int64_t tokens);
-  // Frees every block of `seq` at once.
+  // Lets go of every block of `seq` at once.
   void release(SeqId seq);
+
+  // Blocks are reference-counted: each sequence table holding a block is one reference, and so is each holder
+  // outside the tables (the prefix cache, docs/prefix-cache.md). A block returns to the free list at zero.
+  // Starts `seq`'s (empty) table with `blocks`, a cached prefix whose K/V are already written.
+  void adopt(SeqId seq, std::span<const int32_t> blocks);
+  void ref(int32_t block);
+  void unref(int32_t block);
+  int32_t refs(int32_t block) const { return refs_[static_cast<size_t>(block)]; }
+  // Called by reserve() while the free list is short: frees at least one block (through unref) or returns false.
+  void set_reclaimer(std::function<bool()> reclaim) { reclaim_ = std::move(reclaim); }
 
   const std::vector<int32_t>& blocks(SeqId seq) const;
   // Cache row of token `position` of `seq` (block · block_size + offset); the block must be reserved.
@@ -57,6 +70,8 @@ class KvCache {
   std::vector<Buffer> buffers_;
   std::vector<KvLayer> layers_;
   std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
+  std::vector<int32_t> refs_;  // per block
+  std::function<bool()> reclaim_;
   std::unordered_map<SeqId, std::vector<int32_t>> tables_;
 };
 

@@ -12,12 +12,13 @@ uint64_t LinearStateCache::bytes_per_slot(const ModelConfig& c) {
 }
 
 LinearStateCache::LinearStateCache(Backend& backend, const ModelConfig& c, int64_t max_slots,
-                                   int64_t checkpoints_per_slot)
-    : backend_(backend), max_slots_(max_slots), checkpoints_(checkpoints_per_slot) {
+                                   int64_t checkpoints_per_slot, int64_t extra_rows)
+    : backend_(backend), max_slots_(max_slots), checkpoints_(checkpoints_per_slot), extra_(extra_rows) {
   if (max_slots <= 0) fail(ErrorKind::kInvalidArgument, "linear state needs at least one slot");
   if (checkpoints_per_slot < 0)
     fail(ErrorKind::kInvalidArgument, "linear state: {} checkpoints per slot", checkpoints_per_slot);
-  const int64_t rows = max_slots * (1 + checkpoints_per_slot);  // sequence slots, then their checkpoints
+  if (extra_rows < 0) fail(ErrorKind::kInvalidArgument, "linear state: {} extra rows", extra_rows);
+  const int64_t rows = max_slots * (1 + checkpoints_per_slot) + extra_rows;  // sequence slots, checkpoints, extra
   for (int64_t l = 0; l < c.num_linear_attention_layers(); ++l) {
     Buffer cb = backend.alloc(static_cast<size_t>(rows * (c.linear_conv_kernel - 1) * c.linear_conv_dim()) * 4);
     conv_.push_back(Tensor::make(cb.data(), DType::kF32, {rows, c.linear_conv_kernel - 1, c.linear_conv_dim()},

@@ -12,9 +12,11 @@ namespace ninfer {
 class LinearStateCache {
  public:
   // Allocates `max_slots` sequence slots plus `checkpoints_per_slot` checkpoint slots per sequence slot (speculative
-  // verification rows, docs/speculative.md) for every linear-attention layer: conv [slots, K−1, C] and recurrent
-  // [slots, nv, dk, dv], both f32. Sequence slots are rows [0, max_slots), checkpoints follow.
-  LinearStateCache(Backend& backend, const ModelConfig& config, int64_t max_slots, int64_t checkpoints_per_slot = 0);
+  // verification rows, docs/speculative.md) plus `extra_rows` rows for other holders (prefix-cache snapshots,
+  // docs/prefix-cache.md) for every linear-attention layer: conv [rows, K−1, C] and recurrent [rows, nv, dk, dv],
+  // both f32. Sequence slots are rows [0, max_slots), checkpoints follow, then the extra rows.
+  LinearStateCache(Backend& backend, const ModelConfig& config, int64_t max_slots, int64_t checkpoints_per_slot = 0,
+                   int64_t extra_rows = 0);
 
   // A zeroed slot for a new sequence; throws Error(kOutOfMemory) when all are taken.
   int32_t acquire();
@@ -28,6 +30,9 @@ class LinearStateCache {
   int32_t checkpoint_slot(int32_t slot, int64_t j) const {
     return static_cast<int32_t>(max_slots_ + slot * checkpoints_ + j);
   }
+  // Extra row i (< extra_rows).
+  int32_t extra_row(int64_t i) const { return static_cast<int32_t>(max_slots_ * (1 + checkpoints_) + i); }
+  int64_t extra_rows() const { return extra_; }
   int64_t checkpoints_per_slot() const { return checkpoints_; }
   int64_t max_slots() const { return max_slots_; }
   int64_t free_slots() const { return static_cast<int64_t>(free_.size()); }
@@ -38,6 +43,7 @@ class LinearStateCache {
   Backend& backend_;
   int64_t max_slots_;
   int64_t checkpoints_;
+  int64_t extra_;
   std::vector<Buffer> buffers_;
   std::vector<Tensor> conv_, rec_;
   std::vector<int32_t> free_;

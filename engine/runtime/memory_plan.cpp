@@ -26,7 +26,8 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
   p.weight_bytes = in.weight_bytes;
   p.kv_bytes = static_cast<uint64_t>(p.kv_tokens) * KvCache::bytes_per_token(c, in.kv_dtype);
   const uint64_t slots_per_seq = 1 + static_cast<uint64_t>(std::max(in.draft_tokens, 0));  // + K checkpoints
-  p.state_bytes = static_cast<uint64_t>(in.max_concurrency) * slots_per_seq * LinearStateCache::bytes_per_slot(c);
+  const uint64_t prefix_rows = in.prefix_snapshots > 0 ? static_cast<uint64_t>(in.max_concurrency + in.prefix_snapshots) : 0;
+  p.state_bytes = (static_cast<uint64_t>(in.max_concurrency) * slots_per_seq + prefix_rows) * LinearStateCache::bytes_per_slot(c);
   p.available_bytes = in.available_bytes;
   return p;
 }

@@ -19,11 +19,12 @@ struct MemoryPlanInput {
   DType kv_dtype = DType::kF32;  // f32 | bf16 | f16 | i8; KvCache::bytes_per_token (i8: codes + scales) sizes it
   uint64_t available_bytes = 0;  // free memory of the device (CPU: MemAvailable)
   int32_t draft_tokens = 0;      // speculative decoding K (0 = off): K GDN state checkpoints per sequence
+  int64_t prefix_snapshots = 0;  // prefix-cache GDN snapshots (prefix_snapshot_rows); > 0 adds a boundary row per sequence
 };
 
 struct MemoryPlan {
   int64_t kv_tokens = 0;  // rounded up to whole blocks
-  uint64_t weight_bytes = 0, kv_bytes = 0, state_bytes = 0;  // state: sequence slots and their checkpoints
+  uint64_t weight_bytes = 0, kv_bytes = 0, state_bytes = 0;  // state: sequence slots, checkpoints, prefix snapshots
   uint64_t total_bytes() const { return weight_bytes + kv_bytes + state_bytes; }
   uint64_t available_bytes = 0;
   int64_t slack_bytes() const { return static_cast<int64_t>(available_bytes) - static_cast<int64_t>(total_bytes()); }

@@ -25,7 +25,7 @@ enum class FinishReason {
 // Seconds on a monotonic clock, from the moment submit() accepted the request.
 struct RequestTimings {
   double queue_s = 0;    // accepted → first prefill chunk scheduled
-  double prefill_s = 0;  // first prefill chunk scheduled → prompt fully processed
+  double prefill_s = 0;  // first prefill chunk scheduled → prompt fully processed (cached tokens are not prefilled)
   double decode_s = 0;   // first output token → last output token
   double ttft_s = 0;     // accepted → first output token
   double total_s = 0;    // accepted → finished
@@ -57,6 +57,7 @@ struct RequestResult {
   FinishReason reason = FinishReason::kEos;
   std::string error;
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache (not prefilled)
   int64_t completion_tokens = 0;
   RequestTimings timings;
   SpecStats spec;  // speculative decoding of this request (all zero without a drafter)

@@ -1,5 +1,6 @@
 // Owns which sequences run in each engine step: FIFO admission under max_concurrency and the KV budget,
-// batched decode of every running sequence, and at most prefill_chunk prompt tokens per step.
+// batched decode of every running sequence, and at most prefill_chunk prompt tokens per step (a chunk also ends
+// where the prefix cache wants a state snapshot).
 #pragma once
 
 #include <chrono>
@@ -28,6 +29,9 @@ struct Sequence {
   int64_t output_limit = 0;     // output tokens allowed: min(max_tokens, max_context − prompt)
   int64_t reserved_blocks = 0;  // KV blocks committed at admission (worst case, so decode never runs out)
   int32_t state_slot = -1;
+  int64_t cached_tokens = 0;    // prompt tokens taken from the prefix cache at admission
+  int64_t split_at = 0;         // a prefill chunk ends here (the prefix cache snapshots the state); 0 = no split
+  int64_t boundary_at = 0;      // last block boundary whose GDN state is in the sequence's boundary row; 0 = none
   bool cancelled = false;
   Clock::time_point accepted, first_scheduled, prefill_done, first_token, last_token;
   bool scheduled_once = false;
@@ -98,7 +102,8 @@ std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit) {
   for (auto& s : running_) {
     if (s->prefilling()) {
       if (budget <= 0) continue;
-      const int64_t n = std::min(budget, s->prompt_len - s->computed);
+      int64_t n = std::min(budget, s->prompt_len - s->computed);
+      if (s->split_at > s->computed) n = std::min(n, s->split_at - s->computed);
       plan.push_back({s.get(), s->computed, s->computed + n});
       budget -= n;
     } else {

@@ -7,15 +7,12 @@
 #include "engine/core/error.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/memory_plan.h"
+#include "tests/support/fixture_config.h"
 
 namespace ninfer {
 namespace {
 
-ModelConfig fixture_config(const std::string& name) {
-  const std::string path = std::string(NINFER_TEST_DATA) + "/reference/models/" + name + "/config.json";
-  std::ifstream in(path);
-  return ModelConfig::from_hf_json(nlohmann::json::parse(in), path);
-}
+using testing::fixture_config;
 
 TEST(KvCacheInt8, AllocatesCodesAndPerTokenHeadScales) {
   auto be = make_cpu_backend({.threads = 1});

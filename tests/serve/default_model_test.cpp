@@ -87,6 +87,61 @@ TEST(DefaultModel, ServesAChatWithReasoningAndContentAndLogsJsonl) {
   EXPECT_FALSE(j["empty_content"].get<bool>());
 }
 
+// Two identical chats: the second one's prompt comes from the prefix cache (usage and JSONL say how much) and its
+// answer is the same; --no-prefix-reuse prefills both cold.
+TEST(DefaultModel, ARepeatedChatReusesItsPrefixUnlessTurnedOff) {
+  for (bool reuse : {true, false}) {
+    testing::TempDir dir;
+    const std::string jsonl = dir.file("timings.jsonl"), log = dir.file("serve.log");
+    const int port = free_port();
+    std::vector<std::string> args{"--port", std::to_string(port), "--log-jsonl", jsonl, "--max-context", "1024",
+                                  "--threads", "2", "--kv-dtype", "int8"};
+    if (!reuse) args.push_back("--no-prefix-reuse");
+    ChildGuard guard;
+    guard.pid = testing::spawn_serve(args, log);
+    ASSERT_GT(guard.pid, 0);
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(120, 0);
+    cli.set_connection_timeout(1, 0);
+    ASSERT_TRUE(testing::wait_ready(cli, guard.pid)) << "ninfer-serve did not become ready";
+    nlohmann::json body = {{"model", "ninfer-tiny"},
+                           {"messages", {{{"role", "system"}, {"content", "You are a careful assistant who answers in "
+                                                                          "short sentences and checks every step."}},
+                                         {{"role", "user"}, {"content", "Explain what a prefix cache stores."}}}},
+                           {"max_tokens", 8},
+                           {"temperature", 0}};
+    std::vector<nlohmann::json> answers;
+    for (int i = 0; i < 2; ++i) {
+      auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+      answers.push_back(nlohmann::json::parse(res->body));
+    }
+    const int64_t prompt = answers[1]["usage"]["prompt_tokens"];
+    const int64_t cached = answers[1]["usage"]["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_EQ(answers[0]["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    EXPECT_EQ(answers[1]["choices"][0]["message"], answers[0]["choices"][0]["message"]);
+    if (reuse) {
+      EXPECT_EQ(cached, (prompt - 1) / 16 * 16) << "prompt " << prompt;  // whole blocks before the last prompt token
+      EXPECT_GT(cached, 0);
+    } else {
+      EXPECT_EQ(cached, 0);
+    }
+    kill(guard.pid, SIGTERM);
+    waitpid(guard.pid, nullptr, 0);
+    guard.pid = -1;
+    std::ifstream in(jsonl);
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[1]["cached_tokens"], cached);
+    EXPECT_EQ(lines[1]["settings"]["prefix_reuse"], reuse);
+    std::ifstream l(log);
+    const std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(reuse ? "prefix reuse: on" : "prefix reuse: off (--no-prefix-reuse)"), std::string::npos) << text;
+  }
+}
+
 TEST(DefaultModel, VerifyNamesTheCorruptTensorAndRefusesToStart) {
   testing::TempDir dir;
   std::string art = testing::read_file(std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer");

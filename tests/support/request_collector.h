@@ -17,7 +17,7 @@ class Collector : public RequestObserver {
  public:
   void on_tokens(std::span<const OutputToken> t) override {
     std::lock_guard lock(mu_);
-    for (const auto& o : t) tokens.push_back(o.token.id), forced.push_back(o.forced);
+    for (const auto& o : t) tokens.push_back(o.token.id), forced.push_back(o.forced), logprobs.push_back(o.token.logprob);
     cv_.notify_all();
   }
   void on_finish(const RequestResult& r) override {
@@ -37,6 +37,7 @@ class Collector : public RequestObserver {
   }
   std::vector<int32_t> tokens;
   std::vector<bool> forced;
+  std::vector<float> logprobs;  // of each token (0 unless the request asked for logprobs)
   RequestResult result;
   bool done = false;
 

@@ -1,0 +1,192 @@
+// The prefix cache on its own: whole-block longest-prefix matches, block references, LRU eviction of idle leaves,
+// GDN snapshots (a hybrid prefix ends only where one was taken) and their pool.
+#include <fstream>
+#include <numeric>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/runtime/memory_plan.h"
+#include "engine/runtime/prefix_cache.h"
+#include "tests/support/fixture_config.h"
+
+namespace ninfer {
+namespace {
+
+using testing::fixture_config;
+
+std::vector<int32_t> iota_tokens(int n, int32_t first) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+struct Pools {
+  explicit Pools(const std::string& model, int64_t blocks = 8, int64_t snapshot_rows = 2)
+      : backend(make_cpu_backend({.threads = 1})),
+        config(fixture_config(model)),
+        kv(*backend, config, {.block_size = 4, .num_blocks = blocks, .dtype = DType::kF32}),
+        state(*backend, config, /*max_slots=*/2, /*checkpoints_per_slot=*/0, snapshot_rows) {
+    std::vector<int32_t> rows;
+    for (int64_t i = 0; i < snapshot_rows; ++i) rows.push_back(state.extra_row(i));
+    cache = std::make_unique<PrefixCache>(kv, state, config.num_linear_attention_layers() > 0, rows);
+    kv.set_reclaimer([this] { return cache->evict_one(); });
+  }
+  // Every float of linear-state row `row` of the first GDN layer's recurrent state set to `v`.
+  void fill_state(int32_t row, float v) {
+    const Tensor r = state.recurrent(0).slice0(row, row + 1);
+    std::fill_n(static_cast<float*>(r.data), r.numel(), v);
+  }
+  float state_value(int32_t row) { return *static_cast<float*>(state.recurrent(0).slice0(row, row + 1).data); }
+
+  std::unique_ptr<Backend> backend;
+  ModelConfig config;
+  KvCache kv;
+  LinearStateCache state;
+  std::unique_ptr<PrefixCache> cache;
+};
+
+TEST(PrefixCache, DenseMatchIsTheLongestWholeBlockPrefixWithinTheLimit) {
+  Pools p("qwen3_dense");
+  ASSERT_FALSE(p.cache->needs_state());
+  const auto tokens = iota_tokens(10, 100);
+  ASSERT_TRUE(p.kv.reserve(1, 10));  // 3 blocks
+  const std::vector<int32_t> blocks = p.kv.blocks(1);
+  p.cache->insert(std::span(tokens).first(8), blocks);
+  EXPECT_EQ(p.kv.refs(blocks[0]), 2);
+  EXPECT_EQ(p.kv.refs(blocks[1]), 2);
+  EXPECT_EQ(p.kv.refs(blocks[2]), 1);  // the partial third block is not cached
+
+  PrefixMatch m = p.cache->match(tokens, 100);
+  EXPECT_EQ(m.tokens, 8);
+  EXPECT_EQ(m.blocks, std::vector<int32_t>(blocks.begin(), blocks.begin() + 2));
+  EXPECT_EQ(m.snapshot_row, -1);
+  EXPECT_EQ(p.cache->match(tokens, 7).tokens, 4);  // the limit cuts whole blocks
+  auto diverged = tokens;
+  diverged[5] = 7;
+  EXPECT_EQ(p.cache->match(diverged, 100).tokens, 4);
+  diverged[0] = 7;
+  EXPECT_EQ(p.cache->match(diverged, 100).tokens, 0);
+  // The same tokens again keep the blocks already cached.
+  ASSERT_TRUE(p.kv.reserve(2, 8));
+  p.cache->insert(std::span(tokens).first(8), p.kv.blocks(2));
+  EXPECT_EQ(p.kv.refs(p.kv.blocks(2)[0]), 1);
+  EXPECT_EQ(p.cache->stats().nodes, 2);
+}
+
+TEST(PrefixCache, ReleasedBlocksStayCachedUntilTheFreeListRunsShort) {
+  Pools p("qwen3_dense");
+  const auto tokens = iota_tokens(8, 0);
+  ASSERT_TRUE(p.kv.reserve(1, 8));
+  p.cache->insert(tokens, p.kv.blocks(1));
+  p.kv.release(1);
+  EXPECT_EQ(p.kv.free_blocks(), 6);
+  EXPECT_EQ(p.cache->stats().idle, 2);
+  // A later sequence adopts the cached blocks; the cache's blocks are not free while it holds them.
+  const PrefixMatch m = p.cache->match(tokens, 8);
+  ASSERT_EQ(m.tokens, 8);
+  p.kv.adopt(2, m.blocks);
+  EXPECT_EQ(p.kv.refs(m.blocks[0]), 2);
+  EXPECT_EQ(p.cache->stats().idle, 0);
+  p.kv.release(2);
+  // A sequence that needs the whole pool reclaims them.
+  ASSERT_TRUE(p.kv.reserve(3, 32));
+  EXPECT_EQ(p.kv.free_blocks(), 0);
+  EXPECT_EQ(p.cache->stats().nodes, 0);
+  EXPECT_EQ(p.cache->match(tokens, 8).tokens, 0);
+  p.kv.release(3);
+  EXPECT_EQ(p.kv.free_blocks(), 8);
+}
+
+TEST(PrefixCache, EvictionTakesTheLeastRecentlyUsedIdleLeaf) {
+  Pools p("qwen3_dense");
+  const auto a = iota_tokens(8, 0), b = iota_tokens(4, 50);
+  ASSERT_TRUE(p.kv.reserve(1, 8));
+  ASSERT_TRUE(p.kv.reserve(2, 4));
+  p.cache->insert(a, p.kv.blocks(1));
+  p.cache->insert(b, p.kv.blocks(2));
+  const std::vector<int32_t> ablocks = p.kv.blocks(1), bblocks = p.kv.blocks(2);
+  p.kv.release(1);
+  p.kv.release(2);
+  ASSERT_EQ(p.cache->match(a, 8).tokens, 8);  // a is now more recent than b
+  ASSERT_TRUE(p.cache->evict_one());
+  EXPECT_EQ(p.kv.refs(bblocks[0]), 0);
+  EXPECT_EQ(p.cache->match(a, 8).tokens, 8);
+  ASSERT_TRUE(p.cache->evict_one());  // a's leaf before its first block
+  EXPECT_EQ(p.kv.refs(ablocks[1]), 0);
+  EXPECT_EQ(p.kv.refs(ablocks[0]), 1);
+  EXPECT_EQ(p.cache->match(a, 8).tokens, 4);
+  ASSERT_TRUE(p.cache->evict_one());
+  EXPECT_FALSE(p.cache->evict_one());
+  // A block a running sequence still uses is never evicted.
+  ASSERT_TRUE(p.kv.reserve(3, 4));
+  p.cache->insert(std::span(a).first(4), p.kv.blocks(3));
+  EXPECT_FALSE(p.cache->evict_one());
+}
+
+TEST(PrefixCache, HybridPrefixEndsOnlyWhereASnapshotWasTaken) {
+  Pools p("qwen35_untied");
+  ASSERT_TRUE(p.cache->needs_state());
+  const int32_t seq_slot = p.state.acquire();
+  const auto tokens = iota_tokens(12, 10);
+  ASSERT_TRUE(p.kv.reserve(1, 12));
+  p.fill_state(seq_slot, 8.0f);
+  p.cache->insert(std::span(tokens).first(8), p.kv.blocks(1), seq_slot);
+  p.fill_state(seq_slot, 12.0f);
+  p.cache->insert(tokens, p.kv.blocks(1), seq_slot);
+
+  PrefixMatch m = p.cache->match(tokens, 100);
+  ASSERT_EQ(m.tokens, 12);
+  ASSERT_GE(m.snapshot_row, 0);
+  EXPECT_EQ(p.state_value(m.snapshot_row), 12.0f);
+  m = p.cache->match(tokens, 11);
+  ASSERT_EQ(m.tokens, 8);
+  EXPECT_EQ(p.state_value(m.snapshot_row), 8.0f);
+  EXPECT_EQ(p.cache->match(tokens, 7).tokens, 0);  // the node at 4 tokens has K/V but no state
+  EXPECT_THROW(p.cache->insert(tokens, p.kv.blocks(1)), Error);  // a hybrid prefix without its state
+}
+
+TEST(PrefixCache, SnapshotPoolDropsTheLeastRecentlyUsedSnapshot) {
+  Pools p("qwen35_untied", /*blocks=*/8, /*snapshot_rows=*/2);
+  const int32_t seq_slot = p.state.acquire();
+  std::vector<std::vector<int32_t>> prompts{iota_tokens(4, 0), iota_tokens(4, 100), iota_tokens(4, 200)};
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(p.kv.reserve(static_cast<SeqId>(i + 1), 4));
+    p.fill_state(seq_slot, static_cast<float>(i));
+    p.cache->insert(prompts[i], p.kv.blocks(static_cast<SeqId>(i + 1)), seq_slot);
+  }
+  EXPECT_EQ(p.cache->stats().snapshots, 2);
+  EXPECT_EQ(p.cache->match(prompts[0], 4).tokens, 0);
+  for (size_t i = 1; i < prompts.size(); ++i) {
+    const PrefixMatch m = p.cache->match(prompts[i], 4);
+    ASSERT_EQ(m.tokens, 4) << i;
+    EXPECT_EQ(p.state_value(m.snapshot_row), static_cast<float>(i));
+  }
+}
+
+TEST(PrefixCacheMemory, ThePlanCountsSnapshotRowsAndOneBoundaryRowPerSequence) {
+  const ModelConfig c = fixture_config("qwen35_untied");
+  MemoryPlanInput in{.max_context = 256, .max_concurrency = 3, .kv_dtype = DType::kF32};
+  const uint64_t base = plan_memory(c, in).state_bytes;
+  in.prefix_snapshots = 5;
+  EXPECT_EQ(plan_memory(c, in).state_bytes - base, (3 + 5) * LinearStateCache::bytes_per_slot(c));
+  EXPECT_GT(LinearStateCache::bytes_per_slot(c), 0u);
+  // What the engine allocates for those rows is what the plan counts: the rows exist and are distinct.
+  auto be = make_cpu_backend({.threads = 1});
+  LinearStateCache state(*be, c, 3, 0, 3 + 5);
+  EXPECT_EQ(state.recurrent(0).dim(0), 3 + 3 + 5);
+  EXPECT_EQ(state.extra_row(0), 3);
+  EXPECT_EQ(state.extra_row(7), 10);
+}
+
+TEST(KvCacheRefs, MisuseIsAnInternalErrorNotASilentDoubleFree) {
+  Pools p("qwen3_dense");
+  EXPECT_THROW(p.kv.unref(3), Error);
+  EXPECT_THROW(p.kv.ref(3), Error);
+  ASSERT_TRUE(p.kv.reserve(1, 4));
+  EXPECT_THROW(p.kv.adopt(1, p.kv.blocks(1)), Error);  // only an empty table adopts
+}
+
+}  // namespace
+}  // namespace ninfer
