@@ -1,8 +1,10 @@
 // NVFP4 linear on the CPU backend: the W4A4 activation quantizer against quantize_nvfp4 (ModelOpt-exact), the scalar
 // reference against dequantize_nvfp4 + f64 dots, every SIMD kernel against the reference, and the backend op.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -105,6 +107,77 @@ TEST(Nvfp4Quantizer, ZeroRowAndNonFiniteRow) {
   for (auto s : scales) EXPECT_EQ(s, 0x38);  // 1.0
   x[5] = std::numeric_limits<float>::infinity();
   EXPECT_TRUE(std::isnan(cpu::nvfp4_quantize_row(x.data(), 32, 0.0f, codes.data(), scales.data())));
+}
+
+// Rows meant to break a vectorised quantizer: exact e2m1 ties (with input_scale 0.5 every quotient below is exact),
+// zero / negative-zero / constant rows, outliers that push the other blocks to the smallest scale, denormal rows
+// (g and the block denominators underflow, quotients turn Inf or 0/0), and non-finite rows.
+std::vector<std::vector<float>> adversarial_rows(int64_t K, uint32_t seed) {
+  const float ties[16] = {6.0f, 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f,
+                          -0.25f, -0.75f, -1.25f, -1.75f, -2.5f, -3.5f, -5.0f, -0.0f};
+  std::vector<std::vector<float>> rows;
+  auto add = [&](auto f) {
+    std::vector<float> r(static_cast<size_t>(K));
+    for (int64_t k = 0; k < K; ++k) r[static_cast<size_t>(k)] = f(k);
+    rows.push_back(r);
+  };
+  const auto rnd = random_values(K, seed, 1.0f, true, 16);
+  add([&](int64_t k) { return rnd[static_cast<size_t>(k)]; });
+  add([&](int64_t k) { return ties[k % 16]; });
+  add([&](int64_t k) { return ties[(k * 7) % 16] * 0.5f; });
+  add([](int64_t) { return 0.0f; });
+  add([](int64_t) { return -0.0f; });
+  add([](int64_t) { return 1.0f; });
+  add([](int64_t) { return -3.7f; });
+  add([&](int64_t k) { return k == K / 2 ? 3.0e38f : rnd[static_cast<size_t>(k)]; });
+  add([&](int64_t k) { return k % 16 == 3 ? -1.0e30f : rnd[static_cast<size_t>(k)] * 1e-3f; });
+  add([&](int64_t k) { return rnd[static_cast<size_t>(k)] * 1e-41f; });  // denormal inputs
+  add([&](int64_t k) { return k % 5 == 0 ? 1e-45f : 0.0f; });           // amax / 2688 rounds to 0
+  // g = 1.9e-43: blocks holding one denorm_min clamp to scale 2^-9, their denominator 2^-9 · g rounds to 0, so
+  // their zeros quantize from 0/0 = NaN (code 7) and the denorm_min from Inf
+  add([&](int64_t k) { return k == 0 ? 5e-40f : k % 16 == 5 ? std::numeric_limits<float>::denorm_min() : 0.0f; });
+  add([&](int64_t k) { return k % 32 < 16 ? rnd[static_cast<size_t>(k)] * 1e4f : rnd[static_cast<size_t>(k)] * 1e-38f; });
+  add([&](int64_t k) { return k == 1 ? std::numeric_limits<float>::quiet_NaN() : rnd[static_cast<size_t>(k)]; });
+  add([&](int64_t k) { return k == K - 1 ? std::numeric_limits<float>::infinity() : 0.0f; });
+  add([&](int64_t k) { return k == 0 ? -std::numeric_limits<float>::infinity() : rnd[static_cast<size_t>(k)]; });
+  return rows;
+}
+
+// The AVX2 activation quantizer (both SIMD tables' prepare_a4) writes the same bytes as the scalar reference
+// (nvfp4_quantize_row + layout), which the test above ties to quantize_nvfp4.
+TEST(Nvfp4Quantizer, SimdPrepareIsByteIdenticalToTheScalarReference) {
+  std::vector<const cpu::Nvfp4Kernels*> tables;
+  if (auto* k = cpu::nvfp4_avx2_kernels()) tables.push_back(k);
+  if (auto* k = cpu::nvfp4_avx512_kernels()) tables.push_back(k);
+  if (tables.empty()) GTEST_SKIP() << "no AVX2 on this CPU";
+  for (int64_t K : {16, 32, 48, 272, 1024, 3584}) {
+    const auto rows = adversarial_rows(K, static_cast<uint32_t>(K));
+    const int64_t M = static_cast<int64_t>(rows.size()), xs = K + 16;  // strided rows
+    std::vector<float> x(static_cast<size_t>(M * xs), 77.0f);
+    for (int64_t m = 0; m < M; ++m) std::copy(rows[m].begin(), rows[m].end(), x.begin() + m * xs);
+    const int64_t defined = 2 * K + 4 * (K / 8 + 1) + K / 2 + K / 16;  // mag, sgn, scales + g, codes, E4M3 scales
+    for (float input_scale : {0.0f, 0.5f, 0.05f, 1e-4f, 1e-30f, 1e30f}) {
+      cpu::Nvfp4A4Rows want, got;
+      cpu::nvfp4_size_a4(M, K, want);
+      std::fill(want.storage.begin(), want.storage.end(), uint8_t{0xCD});
+      cpu::nvfp4_prepare_a4(x.data(), xs, 0, M, input_scale, want);
+      for (const auto* t : tables) {
+        cpu::nvfp4_size_a4(M, K, got);
+        std::fill(got.storage.begin(), got.storage.end(), uint8_t{0xCD});
+        t->prepare_a4(x.data(), xs, 0, 2, input_scale, got);  // two calls, as the backend splits rows over threads
+        t->prepare_a4(x.data(), xs, 2, M, input_scale, got);
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t i = 0; i < defined; ++i) {
+            if (want.row(m)[i] != got.row(m)[i]) {
+              ADD_FAILURE() << t->name << " K=" << K << " input_scale " << input_scale << " row " << m << " byte " << i
+                            << ": " << int(got.row(m)[i]) << " != " << int(want.row(m)[i]);
+              break;
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 // f64 dot of dequantized values; also Σ|terms| for the tolerance.

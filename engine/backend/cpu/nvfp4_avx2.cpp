@@ -1,7 +1,10 @@
 // AVX2 + FMA NVFP4 kernels: packed weights decoded in registers (vpshufb LUT), W4A4 through vpmaddubsw/vpmaddwd.
 // Every function carries a target attribute and runs only after the runtime CPU check in nvfp4_avx2_kernels().
+#include <algorithm>
+
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
+#include "engine/quant/nvfp4.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NINFER_HAVE_AVX2_NVFP4 1
@@ -30,7 +33,83 @@ NINFER_AVX2 inline __m256 dequant8(__m128i v8, __m256 s) {
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v8)), _mm256_set1_ps(0.5f)), s);
 }
 
+using simd::hmax;
 using simd::hsum;
+
+// One threshold test of e2m1_encode8: -1 in the lanes where `a pred t` holds.
+template <int Pred>
+NINFER_AVX2 inline __m256i below(__m256 a, float t) {
+  return _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(t), Pred));
+}
+
+// e2m1_encode of 8 quotients as int32 codes 0..15: the index counts the thresholds a = |q| lies above, written as
+// 7 minus the ordered "at or below" tests so that NaN (0/0 when a block's denominator underflows) lands on 7 as in
+// the scalar branch chain; the sign bit is q < 0 (false for -0 and NaN).
+NINFER_AVX2 inline __m256i e2m1_encode8(__m256 q) {
+  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), q);
+  __m256i idx = _mm256_add_epi32(below<_CMP_LE_OQ>(a, 0.25f), below<_CMP_LT_OQ>(a, 0.75f));
+  idx = _mm256_add_epi32(idx, _mm256_add_epi32(below<_CMP_LE_OQ>(a, 1.25f), below<_CMP_LT_OQ>(a, 1.75f)));
+  idx = _mm256_add_epi32(idx, _mm256_add_epi32(below<_CMP_LE_OQ>(a, 2.5f), below<_CMP_LT_OQ>(a, 3.5f)));
+  idx = _mm256_add_epi32(_mm256_add_epi32(idx, below<_CMP_LE_OQ>(a, 5.0f)), _mm256_set1_epi32(7));
+  const __m256i neg = _mm256_castps_si256(_mm256_cmp_ps(q, _mm256_setzero_ps(), _CMP_LT_OQ));
+  return _mm256_or_si256(idx, _mm256_and_si256(neg, _mm256_set1_epi32(0x08)));
+}
+
+NINFER_AVX2 inline void store8(uint8_t* p, __m128i v) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v); }
+
+// One row of nvfp4_prepare_a4: nvfp4_quantize_row's recipe with the per-element division and e2m1 rounding
+// 16 lanes at a time (the same IEEE divisions, so the same codes), the block scales in scalar code as there, and
+// the kernels' magnitude / sign / scale layout written from the codes in registers.
+NINFER_AVX2 void prepare_a4_row(const float* x, float input_scale, Nvfp4A4Rows& out, int64_t r) {
+  const int64_t K = out.K;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i exp_mask = _mm256_set1_epi32(0x7F800000);
+  __m256 vmax = _mm256_setzero_ps();
+  __m256i bad = _mm256_setzero_si256();
+  for (int64_t k = 0; k < K; k += 8) {
+    const __m256 v = _mm256_loadu_ps(x + k);
+    vmax = _mm256_max_ps(vmax, _mm256_and_ps(v, abs_mask));
+    bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exp_mask), exp_mask));
+  }
+  const float g = input_scale > 0.0f ? input_scale : nvfp4_weight_scale_2(hmax(vmax));
+  if (!_mm256_testz_si256(bad, bad) || g == 0.0f) {  // a NaN/Inf or an all-zero dynamic row: the reference's
+    nvfp4_prepare_a4(x, 0, r, r + 1, input_scale, out);  // special cases (x is row r's start, so stride 0)
+    return;
+  }
+  auto* row = const_cast<uint8_t*>(out.row(r));
+  uint8_t *mag_lo = row, *mag_hi = row + K / 2, *sgn_lo = row + K, *sgn_hi = row + 3 * K / 2;
+  auto* sdup = reinterpret_cast<float*>(row + 2 * K);
+  auto* codes = const_cast<uint8_t*>(out.codes(r));
+  auto* scales = const_cast<uint8_t*>(out.scales(r));
+  const __m128i mag_lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12);
+  const __m128i evens_odds = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const float six_g = kE2M1Max * g;
+  for (int64_t b = 0; b < K / 16; ++b) {
+    const __m256 x0 = _mm256_loadu_ps(x + 16 * b), x1 = _mm256_loadu_ps(x + 16 * b + 8);
+    const float block_amax = hmax(_mm256_max_ps(_mm256_and_ps(x0, abs_mask), _mm256_and_ps(x1, abs_mask)));
+    float s = block_amax / six_g;
+    if (s == 0.0f) s = 1.0f;
+    s = std::clamp(s, kE4M3MinScale, kE4M3Max);
+    const uint8_t sc = e4m3_encode(s);
+    const float dec = e4m3_decode(sc);
+    const __m256 den = _mm256_set1_ps(dec * g);
+    const __m256i c0 = e2m1_encode8(_mm256_div_ps(x0, den)), c1 = e2m1_encode8(_mm256_div_ps(x1, den));
+    const __m128i c16 = _mm_packus_epi16(
+        _mm_packs_epi32(_mm256_castsi256_si128(c0), _mm256_extracti128_si256(c0, 1)),
+        _mm_packs_epi32(_mm256_castsi256_si128(c1), _mm256_extracti128_si256(c1, 1)));  // codes of elements 0..15
+    const __m128i eo = _mm_shuffle_epi8(c16, evens_odds);                                // 8 even | 8 odd
+    const __m128i mag = _mm_shuffle_epi8(mag_lut, _mm_and_si128(eo, _mm_set1_epi8(0x07)));
+    const __m128i sgn = _mm_and_si128(eo, _mm_set1_epi8(0x08));
+    store8(mag_lo + 8 * b, mag);
+    store8(mag_hi + 8 * b, _mm_srli_si128(mag, 8));
+    store8(sgn_lo + 8 * b, sgn);
+    store8(sgn_hi + 8 * b, _mm_srli_si128(sgn, 8));
+    store8(codes + 8 * b, _mm_or_si128(eo, _mm_slli_epi16(_mm_srli_si128(eo, 8), 4)));
+    scales[b] = sc;
+    sdup[2 * b] = sdup[2 * b + 1] = dec;
+  }
+  sdup[K / 8] = g;
+}
 
 template <int MR>
 NINFER_AVX2 void w4a4_rows(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int64_t n0, int64_t n1, float* y,
@@ -156,15 +235,22 @@ NINFER_AVX2 void w4a16(const Nvfp4Weight& w, const float* xp, int rows, int64_t 
 
 }  // namespace
 
+void nvfp4_prepare_a4_avx2(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out) {
+  for (int64_t r = r0; r < r1; ++r) prepare_a4_row(x + r * xs, input_scale, out, r);
+}
+
 const Nvfp4Kernels* nvfp4_avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();  // one CPU probe for every AVX2 table (F16C: all AVX2 CPUs)
-  static const Nvfp4Kernels k{"avx2", w4a4, w4a16};
+  static const Nvfp4Kernels k{"avx2", w4a4, w4a16, nvfp4_prepare_a4_avx2};
   return ok ? &k : nullptr;
 }
 
 #else
 
 const Nvfp4Kernels* nvfp4_avx2_kernels() { return nullptr; }
+void nvfp4_prepare_a4_avx2(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out) {
+  nvfp4_prepare_a4(x, xs, r0, r1, input_scale, out);
+}
 
 #endif
 

@@ -155,7 +155,7 @@ bool cpu_has_avx512_vnni() {
 
 const Nvfp4Kernels* nvfp4_avx512_kernels() {
   static const bool ok = cpu_has_avx512_vnni();
-  static const Nvfp4Kernels k{"avx512-vnni", w4a4, w4a16};
+  static const Nvfp4Kernels k{"avx512-vnni", w4a4, w4a16, nvfp4_prepare_a4_avx2};  // AVX-512 implies AVX2
   return ok ? &k : nullptr;
 }
 

@@ -37,7 +37,7 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
   }
   auto prepare = [&](int64_t t, int) {
     const int64_t r0 = t * rows_per_task, r1 = std::min(M, r0 + rows_per_task);
-    if (a4) nvfp4_prepare_a4(xp, xs, r0, r1, wv.input_scale, nvfp4_a4_);
+    if (a4) (nvfp4_k_ ? nvfp4_k_->prepare_a4 : nvfp4_prepare_a4)(xp, xs, r0, r1, wv.input_scale, nvfp4_a4_);
     else if (nvfp4_k_) nvfp4_prepare_a16(xp, xs, r0, r1, K, nvfp4_a16_.data());
   };
   if (row_tasks > 1) pool_.parallel_for(row_tasks, prepare);

@@ -66,16 +66,20 @@ void nvfp4_size_a4(int64_t M, int64_t K, Nvfp4A4Rows& out);
 void nvfp4_prepare_a16(const float* x, int64_t xs, int64_t r0, int64_t r1, int64_t K, float* out);
 
 // y[m * ys + n] = (acc ? y : 0) + dot(row m0 + m, weight row n), m < rows (≤ kNvfp4MaxRows), n in [n0, n1).
+// prepare_a4 is nvfp4_prepare_a4 (same signature), byte-identical output.
 struct Nvfp4Kernels {
   const char* name;
   void (*w4a4)(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int rows, int64_t n0, int64_t n1, float* y,
                int64_t ys, bool acc);
   void (*w4a16)(const Nvfp4Weight& w, const float* xp, int rows, int64_t n0, int64_t n1, float* y, int64_t ys,
                 bool acc);
+  void (*prepare_a4)(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out);
 };
 // nullptr when the build or CPU lacks the instruction set (AVX-512 F/BW/VL/VNNI; AVX2/FMA).
 const Nvfp4Kernels* nvfp4_avx512_kernels();
 const Nvfp4Kernels* nvfp4_avx2_kernels();
+// The AVX2 activation quantizer of both tables (nvfp4_avx2.cpp); call only where nvfp4_avx2_kernels() is non-null.
+void nvfp4_prepare_a4_avx2(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out);
 
 // Tail helpers shared by the kernels: the reference's per-block terms for blocks [b0, b1) of weight row n.
 float nvfp4_w4a4_blocks(const Nvfp4Weight& w, int64_t n, const uint8_t* a_codes, const uint8_t* a_scales, int64_t b0,
