@@ -3,13 +3,12 @@
 // goes (drafter vs target), and whether every output equals plain decoding token for token.
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/common/request_waiter.h"
 #include "engine/artifact/artifact.h"
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
@@ -79,29 +78,7 @@ class TimedDrafter final : public Drafter {
   double* seconds_;
 };
 
-class Collect final : public RequestObserver {
- public:
-  void on_tokens(std::span<const OutputToken> t) override {
-    for (const auto& o : t) tokens.push_back(o.token.id);
-  }
-  void on_finish(const RequestResult& r) override {
-    std::lock_guard lock(mu_);
-    result = r;
-    done_ = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-  }
-  std::vector<int32_t> tokens;
-  RequestResult result;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-};
+using Collect = bench::RequestWaiter;
 
 struct Measured {
   Variant v;

@@ -366,11 +366,14 @@ void Engine::reuse_prefix(Sequence& s) {
     if (m.snapshot_row >= 0) state_->copy_slot(s.state_slot, m.snapshot_row);
     s.computed = s.cached_tokens = m.tokens;
   }
-  // A hybrid model can only resume where a GDN snapshot was taken: the prefill stops at the prompt's last block
-  // boundary so the state there can be kept for the next request with this prompt.
+  // A hybrid model can only resume where a GDN snapshot was taken. The prefill stops, and the state is kept, where
+  // this prompt leaves the cached K/V of an earlier one (a shared system prompt: the next prompt that shares it
+  // resumes there) and at the prompt's last block boundary (the same prompt again).
   if (prefix_->needs_state()) {
-    const int64_t at = (s.prompt_len - 1) / bs * bs;
-    s.split_at = at > s.computed ? at : 0;
+    s.split_at.clear();
+    s.branch_at = m.kv_tokens > s.computed ? m.kv_tokens : 0;
+    for (int64_t at : {s.branch_at, (s.prompt_len - 1) / bs * bs})
+      if (at > s.computed && (s.split_at.empty() || at > s.split_at.back())) s.split_at.push_back(at);
   }
 }
 
@@ -385,8 +388,8 @@ void Engine::note_progress(Sequence& s, int64_t begin) {
     return;
   }
   if (s.computed % bs != 0 || s.computed == begin) return;  // the state is only kept at block boundaries
-  if (s.computed == s.split_at) {
-    prefix_->insert(tokens.first(static_cast<size_t>(s.computed)), blocks, s.state_slot);
+  if (std::find(s.split_at.begin(), s.split_at.end(), s.computed) != s.split_at.end()) {
+    prefix_->insert(tokens.first(static_cast<size_t>(s.computed)), blocks, s.state_slot, s.computed == s.branch_at);
   } else {
     state_->copy_slot(boundary_row(s), s.state_slot);
     s.boundary_at = s.computed;

@@ -15,7 +15,8 @@ uint64_t hash_block(std::span<const int32_t> tokens, uint64_t seed) {
 }  // namespace
 
 PrefixCache::PrefixCache(KvCache& kv, LinearStateCache& state, bool needs_state, std::vector<int32_t> snapshot_rows)
-    : kv_(kv), state_(state), needs_state_(needs_state), free_rows_(std::move(snapshot_rows)) {
+    : kv_(kv), state_(state), needs_state_(needs_state), free_rows_(std::move(snapshot_rows)),
+      rows_(static_cast<int64_t>(free_rows_.size())) {
   if (needs_state_ && free_rows_.empty())
     fail(ErrorKind::kInvalidArgument,
          "prefix cache: a model with linear-attention layers needs at least one GDN state snapshot row");
@@ -56,6 +57,7 @@ PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_toke
     parent_hash = h;
   }
   PrefixMatch m;
+  m.kv_tokens = static_cast<int64_t>(chain.size()) * bs;
   if (usable == 0) return m;
   ++clock_;
   for (size_t i = 0; i < usable; ++i) {
@@ -64,11 +66,16 @@ PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_toke
     m.blocks.push_back(n.block);
   }
   m.tokens = static_cast<int64_t>(usable) * bs;
-  m.snapshot_row = needs_state_ ? nodes_[static_cast<size_t>(chain[usable - 1])].snapshot : -1;
+  if (needs_state_) {
+    Node& end = nodes_[static_cast<size_t>(chain[usable - 1])];
+    m.snapshot_row = end.snapshot;
+    end.proven = true;
+  }
   return m;
 }
 
-void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state_row) {
+void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state_row,
+                         bool shared) {
   const int64_t bs = kv_.block_size();
   const int64_t n = static_cast<int64_t>(tokens.size()) / bs;
   if (static_cast<int64_t>(tokens.size()) != n * bs || static_cast<int64_t>(blocks.size()) < n)
@@ -110,15 +117,22 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
     const int32_t row = take_snapshot_row();
     state_.copy_slot(row, state_row);
     nodes_[static_cast<size_t>(parent)].snapshot = row;
+    nodes_[static_cast<size_t>(parent)].proven = false;
   }
+  if (shared) nodes_[static_cast<size_t>(parent)].proven = true;
 }
 
 int32_t PrefixCache::take_snapshot_row() {
   if (free_rows_.empty()) {
+    int64_t proven = 0;
+    for (const Node& n : nodes_) proven += n.live && n.snapshot >= 0 && n.proven ? 1 : 0;
+    // Which class gives up a snapshot: the unproven ones, unless there are none or proven ones hold over half.
+    const bool from_proven = proven * 2 > rows_ || proven == rows_;
     int32_t oldest = -1;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const Node& n = nodes_[i];
-      if (n.live && n.snapshot >= 0 && (oldest < 0 || n.last_use < nodes_[static_cast<size_t>(oldest)].last_use))
+      if (n.live && n.snapshot >= 0 && n.proven == from_proven &&
+          (oldest < 0 || n.last_use < nodes_[static_cast<size_t>(oldest)].last_use))
         oldest = static_cast<int32_t>(i);
     }
     if (oldest < 0) fail(ErrorKind::kInternal, "prefix cache: no snapshot row is free and none is held");

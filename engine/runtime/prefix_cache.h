@@ -16,6 +16,7 @@ struct PrefixMatch {
   int64_t tokens = 0;           // cached tokens (a whole number of blocks); 0 = nothing to reuse
   std::vector<int32_t> blocks;  // their KV blocks, in order
   int32_t snapshot_row = -1;    // linear-state row holding the GDN state after `tokens` tokens (−1: no linear layers)
+  int64_t kv_tokens = 0;        // how far cached K/V matched, snapshot or not (≥ tokens): where prompts branch
 };
 
 struct PrefixCacheStats {
@@ -40,7 +41,9 @@ class PrefixCache {
   // Records that `tokens` (a whole number of blocks) have their K/V in `blocks` (a sequence's table, at least as many
   // blocks) and, for a hybrid model, that the GDN state after them is in `state_row` (copied into a snapshot row).
   // Blocks already cached for the same tokens are kept; new nodes take a reference on the sequence's blocks.
-  void insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state_row = -1);
+  // `shared` marks a snapshot taken where two prompts branch: it is kept in preference to others (see below).
+  void insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state_row = -1,
+              bool shared = false);
 
   // Drops the least recently used node that is a leaf and that no sequence uses; true when that freed a block.
   bool evict_one();
@@ -57,18 +60,23 @@ class PrefixCache {
     int32_t block = -1;
     int32_t children = 0;
     int32_t snapshot = -1;        // row in state_, or −1
+    bool proven = false;          // the snapshot was matched, or taken where prompts branch
     uint64_t last_use = 0;
     bool live = false;
   };
 
   int32_t find_child(int32_t parent, uint64_t parent_hash, std::span<const int32_t> block_tokens, uint64_t& hash) const;
-  int32_t take_snapshot_row();  // a free snapshot row, evicting the least recently used snapshot when none is free
+  // A free snapshot row. When none is free a snapshot is dropped: the least recently used one that was never proven
+  // useful (matched, or taken at a branch point), unless proven ones hold more than half the rows (then the least
+  // recently used proven one), so one-off tails of finished requests do not push out a shared system prompt.
+  int32_t take_snapshot_row();
   void drop(int32_t node);
 
   KvCache& kv_;
   LinearStateCache& state_;
   bool needs_state_;
   std::vector<int32_t> free_rows_;
+  int64_t rows_ = 0;  // snapshot rows in all
   std::vector<Node> nodes_;
   std::vector<int32_t> free_nodes_;
   std::unordered_multimap<uint64_t, int32_t> by_hash_;

@@ -30,7 +30,8 @@ struct Sequence {
   int64_t reserved_blocks = 0;  // KV blocks committed at admission (worst case, so decode never runs out)
   int32_t state_slot = -1;
   int64_t cached_tokens = 0;    // prompt tokens taken from the prefix cache at admission
-  int64_t split_at = 0;         // a prefill chunk ends here (the prefix cache snapshots the state); 0 = no split
+  std::vector<int64_t> split_at;  // ascending: prefill chunks end here (the prefix cache snapshots the GDN state)
+  int64_t branch_at = 0;          // where the prompt leaves an earlier prompt's cached K/V (hybrid models); 0 = none
   int64_t boundary_at = 0;      // last block boundary whose GDN state is in the sequence's boundary row; 0 = none
   bool cancelled = false;
   Clock::time_point accepted, first_scheduled, prefill_done, first_token, last_token;
@@ -103,7 +104,11 @@ std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit) {
     if (s->prefilling()) {
       if (budget <= 0) continue;
       int64_t n = std::min(budget, s->prompt_len - s->computed);
-      if (s->split_at > s->computed) n = std::min(n, s->split_at - s->computed);
+      for (int64_t at : s->split_at)
+        if (at > s->computed) {
+          n = std::min(n, at - s->computed);
+          break;
+        }
       plan.push_back({s.get(), s->computed, s->computed + n});
       budget -= n;
     } else {

@@ -38,6 +38,18 @@ struct Pools {
     const Tensor r = state.recurrent(0).slice0(row, row + 1);
     std::fill_n(static_cast<float*>(r.data), r.numel(), v);
   }
+  // Three one-block prompts (sequences 1..3), each cached with the state filled with its index; the first is marked
+  // as taken at a branch point when `first_shared`.
+  std::vector<std::vector<int32_t>> insert_one_block_prompts(int32_t seq_slot, bool first_shared) {
+    std::vector<std::vector<int32_t>> prompts{iota_tokens(4, 0), iota_tokens(4, 100), iota_tokens(4, 200)};
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const SeqId seq = static_cast<SeqId>(i + 1);
+      EXPECT_TRUE(kv.reserve(seq, 4));
+      fill_state(seq_slot, static_cast<float>(i));
+      cache->insert(prompts[i], kv.blocks(seq), seq_slot, first_shared && i == 0);
+    }
+    return prompts;
+  }
   float state_value(int32_t row) { return *static_cast<float*>(state.recurrent(0).slice0(row, row + 1).data); }
 
   std::unique_ptr<Backend> backend;
@@ -150,12 +162,7 @@ TEST(PrefixCache, HybridPrefixEndsOnlyWhereASnapshotWasTaken) {
 TEST(PrefixCache, SnapshotPoolDropsTheLeastRecentlyUsedSnapshot) {
   Pools p("qwen35_untied", /*blocks=*/8, /*snapshot_rows=*/2);
   const int32_t seq_slot = p.state.acquire();
-  std::vector<std::vector<int32_t>> prompts{iota_tokens(4, 0), iota_tokens(4, 100), iota_tokens(4, 200)};
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    ASSERT_TRUE(p.kv.reserve(static_cast<SeqId>(i + 1), 4));
-    p.fill_state(seq_slot, static_cast<float>(i));
-    p.cache->insert(prompts[i], p.kv.blocks(static_cast<SeqId>(i + 1)), seq_slot);
-  }
+  const auto prompts = p.insert_one_block_prompts(seq_slot, /*first_shared=*/false);
   EXPECT_EQ(p.cache->stats().snapshots, 2);
   EXPECT_EQ(p.cache->match(prompts[0], 4).tokens, 0);
   for (size_t i = 1; i < prompts.size(); ++i) {
@@ -163,6 +170,22 @@ TEST(PrefixCache, SnapshotPoolDropsTheLeastRecentlyUsedSnapshot) {
     ASSERT_EQ(m.tokens, 4) << i;
     EXPECT_EQ(p.state_value(m.snapshot_row), static_cast<float>(i));
   }
+}
+
+TEST(PrefixCache, ASnapshotWherePromptsBranchOutlivesOneOffTails) {
+  Pools p("qwen35_untied", /*blocks=*/8, /*snapshot_rows=*/2);
+  const int32_t seq_slot = p.state.acquire();
+  const auto prompts = p.insert_one_block_prompts(seq_slot, /*first_shared=*/true);
+  EXPECT_EQ(p.cache->match(prompts[0], 4).tokens, 4);  // the oldest, but taken at a branch point
+  EXPECT_EQ(p.cache->match(prompts[1], 4).tokens, 0);
+  EXPECT_EQ(p.cache->match(prompts[2], 4).tokens, 4);
+  // Proven snapshots never take more than half the rows: with both proven, a new one replaces the older.
+  ASSERT_TRUE(p.kv.reserve(9, 4));
+  const auto d = iota_tokens(4, 300);
+  p.cache->insert(d, p.kv.blocks(9), seq_slot);
+  EXPECT_EQ(p.cache->match(prompts[0], 4).tokens, 0);
+  EXPECT_EQ(p.cache->match(prompts[2], 4).tokens, 4);
+  EXPECT_EQ(p.cache->match(d, 4).tokens, 4);
 }
 
 TEST(PrefixCacheMemory, ThePlanCountsSnapshotRowsAndOneBoundaryRowPerSequence) {

@@ -101,6 +101,27 @@ TEST_P(PrefixReuse, RepeatedAndMultiTurnPromptsReuseTheirPrefixAndMatchColdPrefi
   EXPECT_LE(edited_warm.result.cached_tokens, n + 3);
 }
 
+TEST_P(PrefixReuse, ASharedSystemPromptIsReusedByLaterUsers) {
+  const Case& c = GetParam();
+  ReferenceModel m(c.model, c.kv);
+  auto index = testing::reference_index();
+  const auto text = testing::read_i32(index["models"][c.model]["prompts"].back()["tokens"]);
+  const std::vector<int32_t> system(text.begin(), text.begin() + 160);  // 10 blocks
+  Engine cold(*m.artifact, m.config, options(c.kv, false));
+  Engine warm(*m.artifact, m.config, options(c.kv, true));
+  const bool hybrid = m.config.num_linear_attention_layers() > 0;
+  for (int user = 0; user < 3; ++user) {
+    std::vector<int32_t> p = system;
+    for (int i = 0; i < 20; ++i) p.push_back(text[static_cast<size_t>(200 + 40 * user + i)]);
+    const Output w = run(warm, p);
+    expect_same(w, run(cold, p), "user " + std::to_string(user));
+    // Dense: the system prompt's blocks from the second user on. Hybrid: the second user finds the K/V without a
+    // state and snapshots where it branches off, so the third user resumes there.
+    const int64_t want = user == 0 || (hybrid && user == 1) ? 0 : 160;
+    EXPECT_EQ(w.result.cached_tokens, want) << "user " << user;
+  }
+}
+
 TEST_P(PrefixReuse, ChunkedPrefillOnTopOfAReusedPrefixMatchesColdPrefill) {
   const Case& c = GetParam();
   ReferenceModel m(c.model, c.kv);
