@@ -199,6 +199,8 @@ struct EngineLoad {
   int64_t running = 0;           // sequences being prefilled or decoded
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_total = 0;
+  int64_t prefix_cached_blocks = 0;  // KV blocks the prefix cache holds (shared with running sequences or idle)
+  int64_t prefix_snapshots = 0;      // GDN state snapshots the prefix cache holds
 };
 
 class EnginePort {

@@ -221,7 +221,7 @@ EngineService::EngineService(Engine& engine, const Tokenizer& tokenizer, ChatTem
 
 EngineLoad EngineService::load() const {
   EngineStats s = engine_.stats();
-  return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total};
+  return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total, s.prefix.nodes, s.prefix.snapshots};
 }
 
 EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) const {

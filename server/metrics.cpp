@@ -180,6 +180,10 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineLoa
            load.kv_blocks_total > 0 ? static_cast<double>(load.kv_blocks_used) / load.kv_blocks_total : 0.0);
   w.scalar("ninfer:kv_blocks_used", "gauge", "KV cache blocks in use.", static_cast<double>(load.kv_blocks_used));
   w.scalar("ninfer:kv_blocks_total", "gauge", "KV cache blocks in total.", static_cast<double>(load.kv_blocks_total));
+  w.scalar("ninfer:prefix_cache_blocks", "gauge", "KV blocks the prefix cache holds.",
+           static_cast<double>(load.prefix_cached_blocks));
+  w.scalar("ninfer:prefix_cache_snapshots", "gauge", "GDN state snapshots the prefix cache holds.",
+           static_cast<double>(load.prefix_snapshots));
   w.scalar("ninfer:http_requests_in_flight", "gauge", "Generation requests the HTTP layer is serving.",
            static_cast<double>(in_flight));
   w.scalar("vllm:spec_decode_num_drafts_total", "counter", "Speculative drafting steps.",

@@ -108,6 +108,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       kv_.ref(fresh.block);
       if (parent >= 0) ++nodes_[static_cast<size_t>(parent)].children;
       by_hash_.emplace(h, node);
+      ++live_nodes_;
     }
     nodes_[static_cast<size_t>(node)].last_use = clock_;
     parent = node;
@@ -157,6 +158,7 @@ void PrefixCache::drop(int32_t node) {
   kv_.unref(n.block);
   n = Node{};
   free_nodes_.push_back(node);
+  --live_nodes_;
 }
 
 bool PrefixCache::evict_one() {
@@ -171,15 +173,10 @@ bool PrefixCache::evict_one() {
   return true;
 }
 
-PrefixCacheStats PrefixCache::stats() const {
-  PrefixCacheStats s;
-  for (const Node& n : nodes_) {
-    if (!n.live) continue;
-    ++s.nodes;
-    s.idle += kv_.refs(n.block) == 1 ? 1 : 0;
-    s.snapshots += n.snapshot >= 0 ? 1 : 0;
-  }
-  return s;
+int64_t PrefixCache::idle_blocks() const {
+  int64_t idle = 0;
+  for (const Node& n : nodes_) idle += n.live && kv_.refs(n.block) == 1 ? 1 : 0;
+  return idle;
 }
 
 }  // namespace ninfer

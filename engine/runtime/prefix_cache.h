@@ -21,7 +21,6 @@ struct PrefixMatch {
 
 struct PrefixCacheStats {
   int64_t nodes = 0;      // cached blocks
-  int64_t idle = 0;       // cached blocks no sequence uses (reclaimable)
   int64_t snapshots = 0;  // GDN state snapshots held
 };
 
@@ -48,7 +47,9 @@ class PrefixCache {
   // Drops the least recently used node that is a leaf and that no sequence uses; true when that freed a block.
   bool evict_one();
 
-  PrefixCacheStats stats() const;
+  PrefixCacheStats stats() const { return {live_nodes_, static_cast<int64_t>(rows_ - free_rows_.size())}; }
+  // Cached blocks no sequence uses (what eviction can reclaim); walks every node.
+  int64_t idle_blocks() const;
   bool needs_state() const { return needs_state_; }
   int64_t block_size() const { return kv_.block_size(); }
 
@@ -77,6 +78,7 @@ class PrefixCache {
   bool needs_state_;
   std::vector<int32_t> free_rows_;
   int64_t rows_ = 0;  // snapshot rows in all
+  int64_t live_nodes_ = 0;
   std::vector<Node> nodes_;
   std::vector<int32_t> free_nodes_;
   std::unordered_multimap<uint64_t, int32_t> by_hash_;

@@ -94,13 +94,13 @@ TEST(PrefixCache, ReleasedBlocksStayCachedUntilTheFreeListRunsShort) {
   p.cache->insert(tokens, p.kv.blocks(1));
   p.kv.release(1);
   EXPECT_EQ(p.kv.free_blocks(), 6);
-  EXPECT_EQ(p.cache->stats().idle, 2);
+  EXPECT_EQ(p.cache->idle_blocks(), 2);
   // A later sequence adopts the cached blocks; the cache's blocks are not free while it holds them.
   const PrefixMatch m = p.cache->match(tokens, 8);
   ASSERT_EQ(m.tokens, 8);
   p.kv.adopt(2, m.blocks);
   EXPECT_EQ(p.kv.refs(m.blocks[0]), 2);
-  EXPECT_EQ(p.cache->stats().idle, 0);
+  EXPECT_EQ(p.cache->idle_blocks(), 0);
   p.kv.release(2);
   // A sequence that needs the whole pool reclaims them.
   ASSERT_TRUE(p.kv.reserve(3, 32));

@@ -185,7 +185,7 @@ TEST(Metrics, PrometheusTextWithVllmNames) {
   m.record_http_status(200);
   m.record_http_status(429);
   m.record_rejected();
-  EngineLoad load{3, 2, 25, 100};
+  EngineLoad load{3, 2, 25, 100, 40, 6};
   std::string t = m.render("qw\"en", load, 5);
   const std::string ml = "model_name=\"qw\\\"en\"";
   EXPECT_EQ(sample_value(t, "vllm:request_success_total{finished_reason=\"stop\"," + ml + "}"), 1);
@@ -202,6 +202,8 @@ TEST(Metrics, PrometheusTextWithVllmNames) {
   EXPECT_EQ(sample_value(t, "vllm:inter_token_latency_seconds_count{" + ml + "}"), 2);
   EXPECT_EQ(sample_value(t, "vllm:inter_token_latency_seconds_bucket{le=\"0.025\"," + ml + "}"), 1);
   EXPECT_EQ(sample_value(t, "vllm:num_requests_waiting{" + ml + "}"), 3);
+  EXPECT_EQ(sample_value(t, "ninfer:prefix_cache_blocks{" + ml + "}"), 40);
+  EXPECT_EQ(sample_value(t, "ninfer:prefix_cache_snapshots{" + ml + "}"), 6);
   EXPECT_EQ(sample_value(t, "vllm:num_requests_running{" + ml + "}"), 2);
   EXPECT_DOUBLE_EQ(sample_value(t, "vllm:kv_cache_usage_perc{" + ml + "}"), 0.25);
   EXPECT_EQ(sample_value(t, "ninfer:kv_blocks_used{" + ml + "}"), 25);
