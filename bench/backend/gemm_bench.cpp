@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   app.add_option("--k", K, "weight columns (input features)");
   app.add_option("--reps", reps, "timed repetitions (median reported)");
   app.add_option("--simd", simd, "auto | scalar | avx2");
+  std::string only = "all";
+  app.add_option("--only", only, "all | dense (bf16/f16/f32) | nvfp4 | bf16 | w4a4: which weight kinds to time");
+  std::vector<int64_t> ms = {1, 2, 4, 8, 32};
+  app.add_option("--m", ms, "activation row counts");
   CLI11_PARSE(app, argc, argv);
 
   CpuBackendOptions opt;
@@ -71,7 +75,11 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> wf(static_cast<size_t>(N * K));
   for (auto& v : wf) v = dist(rng);
-  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+  const bool dense = only == "all" || only == "dense" || only == "bf16", nvfp4 = only == "all" || only == "nvfp4" || only == "w4a4";
+  std::vector<DType> dense_types = {DType::kBF16, DType::kF16, DType::kF32};
+  if (!dense) dense_types.clear();
+  if (only == "bf16") dense_types = {DType::kBF16};
+  for (DType dt : dense_types) {
     std::vector<uint16_t> wh;
     void* wp = wf.data();
     if (dt != DType::kF32) {
@@ -81,7 +89,7 @@ int main(int argc, char** argv) {
     }
     const Tensor w = Tensor::make(wp, dt, {N, K});
     const double wbytes = double(N) * double(K) * double(dtype_element_bytes(dt));
-    for (int64_t M : {1, 2, 4, 8, 32}) {
+    for (int64_t M : ms) {
       std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
       for (auto& v : x) v = dist(rng);
       const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
@@ -92,18 +100,20 @@ int main(int argc, char** argv) {
     }
   }
   // nvfp4: the same weights packed (4.5 bits per weight), W4A4 and W4A16 backends; ms next to bf16's
-  {
+  if (nvfp4) {
     const std::array<int64_t, 2> shape = {N, K};
     std::vector<std::byte> packed(nvfp4_layout(shape)->total_bytes);
     quantize_nvfp4(wf.data(), static_cast<uint64_t>(N), static_cast<uint64_t>(K), packed);
     const Tensor w = Tensor::make(packed.data(), DType::kNVFP4, {N, K});
     const double wbytes = static_cast<double>(packed.size());
-    for (Nvfp4Activations mode : {Nvfp4Activations::kNvfp4, Nvfp4Activations::kFloat}) {
+    std::vector<Nvfp4Activations> modes = {Nvfp4Activations::kNvfp4, Nvfp4Activations::kFloat};
+    if (only == "w4a4") modes.pop_back();
+    for (Nvfp4Activations mode : modes) {
       CpuBackendOptions o = opt;
       o.nvfp4_activations = mode;
       auto nb = make_cpu_backend(o);
       const char* label = mode == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16";
-      for (int64_t M : {1, 2, 4, 8, 32}) {
+      for (int64_t M : ms) {
         std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
         for (auto& v : x) v = dist(rng);
         const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});

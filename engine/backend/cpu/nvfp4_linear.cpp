@@ -43,11 +43,13 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
   if (row_tasks > 1) pool_.parallel_for(row_tasks, prepare);
   else prepare(0, 0);
 
-  // 2. Weight rows per task: enough tasks to balance the threads; with several row tiles, a chunk of at most
-  // ~256 KiB of packed weights so it stays in L2 while every tile passes over it.
+  // 2. Weight rows per task: at least 4 tasks per thread, and at most ~128 KiB of packed weights per task (~10 us
+  // of streaming) so that a thread that starts late or is preempted holds back one small piece, not an eighth of
+  // the op; with several row tiles, at most ~256 KiB so the chunk stays in L2 while every tile passes over it.
   const int64_t row_bytes = K / 2 + K / 16;
+  const int64_t chunk_bytes = M > kNvfp4MaxRows ? (256 << 10) : (128 << 10);
   int64_t nb = (N + threads * 4 - 1) / (threads * 4);
-  if (M > kNvfp4MaxRows) nb = std::min<int64_t>(nb, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, row_bytes)));
+  nb = std::min<int64_t>(nb, std::max<int64_t>(4, chunk_bytes / std::max<int64_t>(1, row_bytes)));
   nb = std::max<int64_t>(4, (nb + 3) / 4 * 4);
   const int64_t tasks = (N + nb - 1) / nb;
   auto run = [&](int64_t t, int) {
