@@ -9,9 +9,18 @@ namespace {
 class CountingPort final : public EnginePort {
  public:
   bool ready() const override { return true; }
-  ModelInfo model_info() const override { return {.name = "m", .max_context = 7}; }
+  ModelInfo model_info() const override {
+    ModelInfo info;
+    info.name = "m";
+    info.max_context = 7;
+    return info;
+  }
   EngineLoad load() const override { return {.waiting = 3}; }
-  SubmitResult submit(GenerationRequest, std::shared_ptr<GenerationSink>) override { return {.handle = ++submits}; }
+  SubmitResult submit(GenerationRequest, std::shared_ptr<GenerationSink>) override {
+    SubmitResult r;
+    r.handle = ++submits;
+    return r;
+  }
   void cancel(RequestHandle h) override { cancelled = h; }
   RequestHandle submits = 0, cancelled = 0;
 };
