@@ -1,6 +1,9 @@
-// The CPU backend's thread pool: every task runs once, exceptions propagate, back-to-back jobs work.
+// The CPU backend's thread pool: every task runs once, exceptions propagate, back-to-back jobs work, a thread index
+// never runs two tasks at once.
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -32,6 +35,33 @@ TEST(ThreadPool, ManyBackToBackJobs) {
   std::atomic<int64_t> sum{0};
   for (int job = 0; job < 20000; ++job) pool.parallel_for(4, [&](int64_t t, int) { sum.fetch_add(t + 1); });
   EXPECT_EQ(sum.load(), 20000 * 10);
+}
+
+// parallel_for returns only after its last task finished, and per-thread scratch stays private (no two tasks run
+// under one thread index at once), across jobs that end while a worker is still spinning, sleeping or just joining
+// (jobs of 2..6 tasks, some with tasks slower than the spin).
+TEST(ThreadPool, ReturnsAfterEveryTaskAndAThreadIndexRunsOneTaskAtATime) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<std::atomic<int>> busy(static_cast<size_t>(threads));
+    std::atomic<int> overlaps{0}, early_returns{0};
+    std::atomic<int64_t> ran{0};
+    int64_t want = 0;
+    for (int job = 0; job < 3000; ++job) {
+      const int64_t n = 2 + job % 5;
+      want += n;
+      pool.parallel_for(n, [&](int64_t t, int th) {
+        if (busy[static_cast<size_t>(th)].fetch_add(1) != 0) overlaps.fetch_add(1);
+        if ((job + t) % 97 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));  // outlasts the spin
+        busy[static_cast<size_t>(th)].fetch_sub(1);
+        ran.fetch_add(1);
+      });
+      if (ran.load() != want) early_returns.fetch_add(1);
+    }
+    EXPECT_EQ(overlaps.load(), 0) << threads;
+    EXPECT_EQ(early_returns.load(), 0) << threads;
+    EXPECT_EQ(ran.load(), want) << threads;
+  }
 }
 
 TEST(ThreadPool, FirstExceptionIsRethrownAndThePoolStaysUsable) {

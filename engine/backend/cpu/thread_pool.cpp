@@ -28,7 +28,7 @@ bool spin_until(Pred pred) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {
+ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads), slots_(static_cast<size_t>(threads_)) {
   for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
@@ -57,6 +57,7 @@ void ThreadPool::run_tasks(int thread) {
 
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
+  std::atomic<uint64_t>& slot = slots_[static_cast<size_t>(index)].state;
   for (;;) {
     if (!spin_until([&] { return generation_.load() != seen || stop_.load(); })) {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -66,10 +67,15 @@ void ThreadPool::worker(int index) {
     }
     if (stop_.load()) return;
     seen = generation_.load();
+    // Join job `seen` unless the caller withdrew this worker (it already handed out every task) or has moved on
+    // to a newer job (the next loop turn sees that one).
+    uint64_t offered = (seen << 2) | kOffered;
+    if (!slot.compare_exchange_strong(offered, (seen << 2) | kJoined)) continue;
     run_tasks(index);
-    if (active_.fetch_sub(1) == 1) {
+    slot.store((seen << 2) | kDone);
+    if (caller_sleeping_.load()) {
       std::lock_guard<std::mutex> lock(mutex_);
-      done_.notify_one();
+      done_.notify_all();
     }
   }
 }
@@ -84,16 +90,27 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int)>
   n_tasks_ = n;
   next_.store(0);
   error_ = nullptr;
-  active_.store(threads_ - 1);
-  generation_.fetch_add(1);  // publishes fn_, n_tasks_ (seq_cst)
+  const uint64_t g = generation_.load() + 1;
+  for (int i = 1; i < threads_; ++i) slots_[static_cast<size_t>(i)].state.store((g << 2) | kOffered);
+  generation_.store(g);  // publishes fn_, n_tasks_ and the offers (seq_cst)
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     wake_.notify_all();
   }
   run_tasks(0);
-  if (!spin_until([&] { return active_.load() == 0; })) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return active_.load() == 0; });
+  // Every task is handed out. Withdraw the workers that have not joined; wait for those that did (one may still
+  // be running its last task).
+  for (int i = 1; i < threads_; ++i) {
+    std::atomic<uint64_t>& slot = slots_[static_cast<size_t>(i)].state;
+    uint64_t offered = (g << 2) | kOffered;
+    if (slot.compare_exchange_strong(offered, (g << 2) | kWithdrawn)) continue;
+    const auto done = [&] { return slot.load() == ((g << 2) | kDone); };
+    if (!spin_until(done)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      caller_sleeping_.store(true);
+      done_.wait(lock, done);
+      caller_sleeping_.store(false);
+    }
   }
   fn_ = nullptr;
   if (error_) std::rethrow_exception(error_);
