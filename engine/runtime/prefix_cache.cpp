@@ -106,7 +106,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       fresh.block = blocks[static_cast<size_t>(b)];
       fresh.live = true;
       kv_.ref(fresh.block);
-      if (parent >= 0) ++nodes_[static_cast<size_t>(parent)].children;
+      if (parent >= 0) nodes_[static_cast<size_t>(parent)].children.push_back(node);
       by_hash_.emplace(h, node);
       ++live_nodes_;
     }
@@ -153,7 +153,8 @@ void PrefixCache::drop(int32_t node) {
       by_hash_.erase(it);
       break;
     }
-  if (n.parent >= 0) --nodes_[static_cast<size_t>(n.parent)].children;
+  if (!n.children.empty()) fail(ErrorKind::kInternal, "prefix cache: dropping node {} with {} children", node, n.children.size());
+  if (n.parent >= 0) std::erase(nodes_[static_cast<size_t>(n.parent)].children, node);
   if (n.snapshot >= 0) free_rows_.push_back(n.snapshot);
   kv_.unref(n.block);
   n = Node{};
@@ -161,15 +162,28 @@ void PrefixCache::drop(int32_t node) {
   --live_nodes_;
 }
 
+void PrefixCache::drop_subtree(int32_t node) {
+  while (!nodes_[static_cast<size_t>(node)].children.empty()) drop_subtree(nodes_[static_cast<size_t>(node)].children.back());
+  drop(node);
+}
+
 bool PrefixCache::evict_one() {
-  int32_t victim = -1;
+  int32_t leaf = -1, inner = -1;  // least recently used idle leaf, idle inner node
+  auto older = [&](int32_t candidate, size_t i) {
+    return candidate < 0 || nodes_[i].last_use < nodes_[static_cast<size_t>(candidate)].last_use;
+  };
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
-    if (!n.live || n.children > 0 || kv_.refs(n.block) > 1) continue;
-    if (victim < 0 || n.last_use < nodes_[static_cast<size_t>(victim)].last_use) victim = static_cast<int32_t>(i);
+    if (!n.live || kv_.refs(n.block) > 1) continue;
+    int32_t& best = n.children.empty() ? leaf : inner;
+    if (older(best, i)) best = static_cast<int32_t>(i);
   }
-  if (victim < 0) return false;
-  drop(victim);
+  if (leaf >= 0) {
+    drop(leaf);
+    return true;
+  }
+  if (inner < 0) return false;
+  drop_subtree(inner);
   return true;
 }
 

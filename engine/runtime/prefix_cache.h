@@ -44,7 +44,10 @@ class PrefixCache {
   void insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks, int32_t state_row = -1,
               bool shared = false);
 
-  // Drops the least recently used node that is a leaf and that no sequence uses; true when that freed a block.
+  // Frees at least one block the cache alone holds: the least recently used such node that is a leaf or, when there
+  // is none, the least recently used such inner node with everything below it (its descendants leave the cache; the
+  // blocks running sequences use stay theirs). False when every cached block is in use. Since any block only the cache
+  // holds can be reclaimed, admission's worst-case reservations always find room.
   bool evict_one();
 
   PrefixCacheStats stats() const { return {live_nodes_, static_cast<int64_t>(rows_ - free_rows_.size())}; }
@@ -59,7 +62,7 @@ class PrefixCache {
     uint64_t hash = 0;            // of the tokens, seeded with the parent's hash
     std::vector<int32_t> tokens;  // block_size tokens, compared on every lookup (no trust in the hash alone)
     int32_t block = -1;
-    int32_t children = 0;
+    std::vector<int32_t> children;
     int32_t snapshot = -1;        // row in state_, or −1
     bool proven = false;          // the snapshot was matched, or taken where prompts branch
     uint64_t last_use = 0;
@@ -71,7 +74,8 @@ class PrefixCache {
   // useful (matched, or taken at a branch point), unless proven ones hold more than half the rows (then the least
   // recently used proven one), so one-off tails of finished requests do not push out a shared system prompt.
   int32_t take_snapshot_row();
-  void drop(int32_t node);
+  void drop(int32_t node);          // a node without children
+  void drop_subtree(int32_t node);  // a node and all its descendants, deepest first
 
   KvCache& kv_;
   LinearStateCache& state_;

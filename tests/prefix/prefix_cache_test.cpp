@@ -137,6 +137,27 @@ TEST(PrefixCache, EvictionTakesTheLeastRecentlyUsedIdleLeaf) {
   EXPECT_FALSE(p.cache->evict_one());
 }
 
+TEST(PrefixCache, AnIdleBlockAboveABlockInUseIsStillReclaimed) {
+  Pools p("qwen3_dense");
+  const auto a = iota_tokens(8, 0);
+  // Sequence 1 caches a's first block; sequence 2 computed both blocks itself (it came before the cache had them),
+  // so its second block hangs below sequence 1's first one.
+  ASSERT_TRUE(p.kv.reserve(1, 4));
+  p.cache->insert(std::span(a).first(4), p.kv.blocks(1));
+  const int32_t first = p.kv.blocks(1)[0];
+  p.kv.release(1);
+  ASSERT_TRUE(p.kv.reserve(2, 8));
+  p.cache->insert(a, p.kv.blocks(2));
+  ASSERT_EQ(p.cache->stats().nodes, 2);
+  EXPECT_EQ(p.kv.refs(first), 1);  // only the cache holds it, but it is not a leaf
+  // Sequence 2 holds 2 blocks, the cache 1 more: a sequence that needs the other 6 reclaims the inner node.
+  ASSERT_TRUE(p.kv.reserve(3, 24));
+  EXPECT_EQ(p.kv.refs(first), 1);  // reused by sequence 3, no longer cached
+  EXPECT_EQ(p.cache->stats().nodes, 0);
+  EXPECT_EQ(p.kv.refs(p.kv.blocks(2)[1]), 1);  // sequence 2's block left the cache, not sequence 2
+  EXPECT_FALSE(p.cache->evict_one());
+}
+
 TEST(PrefixCache, HybridPrefixEndsOnlyWhereASnapshotWasTaken) {
   Pools p("qwen35_untied");
   ASSERT_TRUE(p.cache->needs_state());
