@@ -1,6 +1,8 @@
 // Prefix reuse through the engine loop, f32 and int8 KV, hybrid (GDN) and dense models: a reused prefix gives the
 // tokens and log-probabilities of a cold prefill, repeated and multi-turn prompts report their cached tokens, and
 // eviction under a small pool or snapshot budget stays correct.
+#include <array>
+
 #include <gtest/gtest.h>
 
 #include "engine/core/error.h"
@@ -159,6 +161,46 @@ TEST_P(PrefixReuse, EvictionUnderASmallPoolAndSnapshotBudgetStaysCorrect) {
       EXPECT_LE(warm.stats().prefix.snapshots, 1);
     }
   EXPECT_LE(warm.stats().prefix.nodes, 23);
+}
+
+TEST_P(PrefixReuse, ConcurrentRequestsOnATightPoolMatchColdOnesAndNeverRunOut) {
+  const Case& c = GetParam();
+  ReferenceModel m(c.model, c.kv);
+  auto index = testing::reference_index();
+  const auto text = testing::read_i32(index["models"][c.model]["prompts"].back()["tokens"]);
+  // Prompts from three stems (shared prefixes of 40, 100 and 150 tokens) and distinct tails, in rounds of 6 submitted
+  // at once to 3 running slots; 60 blocks hold 3 worst cases (prompt + 12 output tokens) and little else.
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 12; ++i) {
+    const size_t stem = std::array<size_t, 3>{40, 100, 150}[static_cast<size_t>(i % 3)];
+    std::vector<int32_t> p(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(stem));
+    for (int j = 0; j < 10 + 7 * (i % 4); ++j) p.push_back(text[static_cast<size_t>(150 + (13 * i + j) % 180)]);
+    prompts.push_back(std::move(p));
+  }
+  EngineOptions tight = options(c.kv, true);
+  tight.max_concurrency = 3;
+  tight.kv_capacity = 60 * 16;
+  Engine warm(*m.artifact, m.config, tight), cold(*m.artifact, m.config, options(c.kv, false));
+  int64_t cached = 0;
+  for (size_t round = 0; round < prompts.size(); round += 6) {
+    std::vector<std::shared_ptr<Collector>> ws;
+    for (size_t i = round; i < round + 6; ++i) {
+      EngineRequest r;
+      r.prompt = prompts[i];
+      r.sampling.greedy = true;
+      r.max_tokens = 12;
+      ws.push_back(std::make_shared<Collector>());
+      const SubmitOutcome o = warm.submit(std::move(r), ws.back());
+      ASSERT_TRUE(o.accepted()) << o.message;
+    }
+    for (size_t i = 0; i < ws.size(); ++i) {
+      ws[i]->wait();
+      ASSERT_EQ(ws[i]->result.reason, FinishReason::kOutputLimit) << ws[i]->result.error;
+      EXPECT_EQ(ws[i]->tokens, run(cold, prompts[round + i]).tokens) << "prompt " << round + i;
+      cached += ws[i]->result.cached_tokens;
+    }
+  }
+  EXPECT_GT(cached, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PrefixReuse,
