@@ -47,10 +47,10 @@ NINFER_AVX512 void w4a4_rows(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t
     for (int m = 0; m < MR; ++m) accv[m] = _mm512_setzero_ps();
     for (int64_t k = 0; k < K256; k += 256) {
       const int64_t j = k / 2;  // code byte offset
-      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead + 64), _MM_HINT_T1);
       if (k % 1024 == 0)  // one scale line per 1024 elements
-        _mm_prefetch(reinterpret_cast<const char*>(ws + k / 16 + kNvfp4PrefetchAhead / 8), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ws + k / 16 + kNvfp4PrefetchAhead / 8), _MM_HINT_T1);
       const __m128i sraw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + k / 16));
       const __m512 sw0 = e4m3_to_f32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(sraw, sraw)));
       const __m512 sw1 = e4m3_to_f32(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(sraw, sraw)));
@@ -109,8 +109,8 @@ NINFER_AVX512 void w4a16_rows(const Nvfp4Weight& w, const float* xp, int64_t n0,
     for (int m = 0; m < MR; ++m) accv[m] = _mm512_setzero_ps();
     for (int64_t k = 0; k < K256; k += 256) {
       const int64_t j = k / 2;
-      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(wc + j + kNvfp4PrefetchAhead + 64), _MM_HINT_T1);
       // bs_b = e4m3(s_b) · weight_scale_2, one rounding, as dequantize_nvfp4.
       const __m512 bs = _mm512_mul_ps(
           e4m3_to_f32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + k / 16)))), s2);

@@ -40,9 +40,10 @@ float nvfp4_dot_w4a4_ref(const Nvfp4Weight& w, int64_t n, const uint8_t* a_codes
 
 // Most activation rows one kernel call handles (the caller loops over row tiles).
 constexpr int kNvfp4MaxRows = 4;
-// Software prefetch distance of the kernels in the packed code stream (the scale stream: 1/8 of it). 1 KiB ahead
-// is ~100 ns of one core's streaming, under the memory latency; 4 KiB keeps the loads hitting in L1.
-constexpr int64_t kNvfp4PrefetchAhead = 4096;
+// Software prefetch (prefetcht1, into L2) distance of the kernels in the packed code stream (the scale stream: 1/8
+// of it), as the dense GEMV's (kernels_avx2.cpp): 1 KiB ahead was ~100 ns of one core's streaming, under the memory
+// latency.
+constexpr int64_t kNvfp4PrefetchAhead = 8192;
 
 // W4A4 row r lives at base + r * row_bytes: magnitudes |2·e2m1| as u8 of the even elements (K/2 bytes, "lo"), of
 // the odd elements (K/2, "hi"), sign bits 0x08 of the even and odd elements (K/2 each), then K/8 floats: e4m3(sa_b)
