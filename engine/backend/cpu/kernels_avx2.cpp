@@ -61,10 +61,9 @@ NINFER_AVX2 void gemm_block(const float* xp, const float* x, int64_t xs, const t
   for (int r = 0; r < NR; ++r) wr[r] = w + (n + r) * ws;
   const int64_t K8 = K / 8 * 8;
   constexpr int64_t kLine = 64 / sizeof(typename W::T);     // weights per cache line
-  constexpr int64_t kAhead = 1024 / sizeof(typename W::T);  // software prefetch 1 KiB ahead in every weight row
   for (int64_t k = 0; k < K8; k += 8) {
-    if (k % kLine == 0)  // (a prefetch past the row's end is harmless: prefetches never fault)
-      for (int r = 0; r < NR; ++r) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + kAhead), _MM_HINT_T0);
+    if (k % kLine == 0)  // the same line of the next block's rows, into L2 (past the matrix's end: harmless)
+      for (int r = 0; r < NR; ++r) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + NR * ws + k), _MM_HINT_T1);
     __m256 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = W::load8(wr[r] + k);
     const float* xk = xp + k * M;
