@@ -2,6 +2,7 @@
 // GDN snapshots (a hybrid prefix ends only where one was taken) and their pool.
 #include <fstream>
 #include <numeric>
+#include <random>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -207,6 +208,65 @@ TEST(PrefixCache, ASnapshotWherePromptsBranchOutlivesOneOffTails) {
   EXPECT_EQ(p.cache->match(prompts[0], 4).tokens, 0);
   EXPECT_EQ(p.cache->match(prompts[2], 4).tokens, 4);
   EXPECT_EQ(p.cache->match(d, 4).tokens, 4);
+}
+
+// Random admissions (match, adopt, reserve, insert), releases and evictions on a small pool: every block's reference
+// count equals the tables and cache nodes holding it, free blocks are exactly the unreferenced ones, matches stay
+// within their limit, and once everything is let go the whole pool is free again.
+TEST(PrefixCache, RandomTrafficKeepsReferenceCountsExact) {
+  for (const char* model : {"qwen3_dense", "qwen35_untied"}) {
+    Pools p(model, /*blocks=*/24, /*snapshot_rows=*/3);
+    std::mt19937 rng(11);
+    const std::vector<std::vector<int32_t>> stems{iota_tokens(12, 0), iota_tokens(8, 500), iota_tokens(20, 900)};
+    std::vector<SeqId> live;
+    SeqId next = 1;
+    const int32_t seq_slot = p.state.acquire();
+    auto check = [&](int step) {
+      int64_t refs = 0, used = 0, held = 0;
+      for (int32_t b = 0; b < 24; ++b) refs += p.kv.refs(b), used += p.kv.refs(b) > 0 ? 1 : 0;
+      for (SeqId s : live) held += static_cast<int64_t>(p.kv.blocks(s).size());
+      ASSERT_EQ(refs, held + p.cache->stats().nodes) << model << " step " << step;
+      ASSERT_EQ(p.kv.free_blocks(), 24 - used) << model << " step " << step;
+    };
+    for (int step = 0; step < 400; ++step) {
+      const int op = static_cast<int>(rng() % 4);
+      if (op <= 1) {  // admit a prompt: a stem, maybe cut, plus a random tail
+        const auto& stem = stems[rng() % stems.size()];
+        std::vector<int32_t> prompt(stem.begin(), stem.begin() + static_cast<std::ptrdiff_t>(1 + rng() % stem.size()));
+        for (uint32_t i = 0, n = rng() % 9; i < n; ++i) prompt.push_back(static_cast<int32_t>(2000 + rng() % 3));
+        const int64_t n = static_cast<int64_t>(prompt.size());
+        const PrefixMatch m = p.cache->match(prompt, n - 1);
+        ASSERT_LE(m.tokens, n - 1);
+        ASSERT_EQ(m.tokens % 4, 0);
+        ASSERT_GE(m.kv_tokens, m.tokens);
+        const SeqId s = next++;
+        if (m.tokens > 0) p.kv.adopt(s, m.blocks);
+        if (!p.kv.reserve(s, n)) {
+          p.kv.release(s);
+          check(step);
+          continue;
+        }
+        live.push_back(s);
+        const int64_t whole = n / 4 * 4;
+        if (whole > 0) p.cache->insert(std::span(prompt).first(static_cast<size_t>(whole)), p.kv.blocks(s), seq_slot);
+      } else if (op == 2 && !live.empty()) {
+        const size_t i = rng() % live.size();
+        p.kv.release(live[i]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        p.cache->evict_one();
+      }
+      check(step);
+    }
+    for (SeqId s : live) p.kv.release(s);
+    live.clear();
+    while (p.cache->evict_one()) {
+    }
+    check(-1);
+    EXPECT_EQ(p.kv.free_blocks(), 24) << model;
+    EXPECT_EQ(p.cache->stats().nodes, 0) << model;
+    EXPECT_EQ(p.cache->stats().snapshots, 0) << model;
+  }
 }
 
 TEST(PrefixCacheMemory, ThePlanCountsSnapshotRowsAndOneBoundaryRowPerSequence) {
