@@ -94,11 +94,15 @@ int main(int argc, char** argv) {
       eo.drafter = std::move(drafter);
       eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));
     }
-    ninfer::MemoryPlan plan = ninfer::plan_memory(
-        config, {.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
+    ninfer::MemoryPlanInput plan_in{.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
                  .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
                  .available_bytes = ninfer::host_available_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0,
-                 .prefix_snapshots = ninfer::prefix_snapshot_rows(config, eo)});
+                 .prefix_snapshots = ninfer::prefix_snapshot_rows(config, eo)};
+    if (eo.drafter)
+      plan_in.drafter_bytes = [&](int64_t max_context) {
+        return ninfer::drafter_cache_bytes(spec_method, artifact, config, ninfer::drafter_limits(eo, max_context));
+      };
+    ninfer::MemoryPlan plan = ninfer::plan_memory(config, plan_in);
     // The server listens (GET /health: 503) while the engine is built and the weights are paged in.
     ninfer::server::DeferredEngine port;
     std::unique_ptr<ninfer::Engine> engine;
@@ -123,9 +127,8 @@ int main(int argc, char** argv) {
                        engine->prefix_snapshot_rows() > 0
                            ? fmt::format(", up to {} GDN state snapshots", engine->prefix_snapshot_rows())
                            : std::string());
-        else
-          spdlog::info("prefix reuse: off ({}), every prompt is prefilled cold",
-                       opt.prefix_reuse ? "not combined with --spec yet" : "--no-prefix-reuse");
+        else if (!opt.prefix_reuse)  // (off because of --spec: the engine warned when it was built)
+          spdlog::info("prefix reuse: off (--no-prefix-reuse), every prompt is prefilled cold");
         spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
                      ninfer::host_available_bytes() / (1024.0 * 1024.0));
         ninfer::server::EngineServiceConfig sc;

@@ -62,6 +62,7 @@ class TimedDrafter final : public Drafter {
   int32_t max_draft_tokens() const override { return inner_->max_draft_tokens(); }
   void add_sequence(SeqId seq) override { inner_->add_sequence(seq); }
   void release(SeqId seq) override { inner_->release(seq); }
+  uint64_t cache_bytes() const override { return inner_->cache_bytes(); }
   void observe(std::span<const DraftRows> rows) override {
     auto t = Clock::now();
     inner_->observe(rows);

@@ -24,6 +24,11 @@ namespace {
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 }  // namespace
 
+DrafterLimits drafter_limits(const EngineOptions& o, int64_t max_context) {
+  // The drafter may write scratch up to draft_tokens positions past a sequence's last one.
+  return {.max_sequences = o.max_concurrency, .max_context = max_context + o.draft_tokens, .draft_tokens = o.draft_tokens};
+}
+
 int64_t prefix_snapshot_rows(const ModelConfig& config, const EngineOptions& o) {
   if (!o.prefix_cache || o.drafter || config.num_linear_attention_layers() == 0) return 0;
   if (o.prefix_snapshots < 0) fail(ErrorKind::kInvalidArgument, "engine options: prefix_snapshots {} < 0", o.prefix_snapshots);
@@ -63,10 +68,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   }
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_, *state_);
   if (options_.drafter) {
-    // The drafter may write scratch up to draft_tokens positions past a sequence's last one.
-    auto drafter = options_.drafter(*backend_, DrafterLimits{.max_sequences = options_.max_concurrency,
-                                                             .max_context = options_.max_context + options_.draft_tokens,
-                                                             .draft_tokens = options_.draft_tokens});
+    auto drafter = options_.drafter(*backend_, drafter_limits(options_, options_.max_context));
     spec_ = std::make_unique<SpecDecoder>(std::move(drafter), options_.draft_tokens, options_.max_concurrency, *state_,
                                           config_.vocab_size);
     spec_totals_.accepted_at.assign(static_cast<size_t>(options_.draft_tokens), 0);

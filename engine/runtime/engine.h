@@ -44,6 +44,10 @@ struct EngineOptions {
   int32_t prefix_snapshots = 0;     // GDN state snapshots the cache may hold (hybrid models); 0 = 2 × max_concurrency
 };
 
+// The limits the engine builds its drafter with, for a context of max_context tokens (the memory plan asks for other
+// contexts when it searches for the largest that fits).
+DrafterLimits drafter_limits(const EngineOptions& options, int64_t max_context);
+
 // GDN state snapshot rows the prefix cache of an engine with these options holds (0 without prefix reuse, with a
 // drafter, or for a model without linear-attention layers); the memory plan counts them, and one boundary row per
 // sequence slot next to them.

@@ -28,16 +28,18 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
   const uint64_t slots_per_seq = 1 + static_cast<uint64_t>(std::max(in.draft_tokens, 0));  // + K checkpoints
   const uint64_t prefix_rows = in.prefix_snapshots > 0 ? static_cast<uint64_t>(in.max_concurrency + in.prefix_snapshots) : 0;
   p.state_bytes = (static_cast<uint64_t>(in.max_concurrency) * slots_per_seq + prefix_rows) * LinearStateCache::bytes_per_slot(c);
+  p.drafter_bytes = in.drafter_bytes ? in.drafter_bytes(max_context) : 0;
   p.available_bytes = in.available_bytes;
   return p;
 }
 }  // namespace
 
 std::string MemoryPlan::describe() const {
-  return fmt::format("weights {:.1f} MiB, KV cache {:.1f} MiB ({} tokens), linear state {:.1f} MiB; total {:.1f} MiB "
-                     "of {:.1f} MiB available, slack {:.1f} MiB",
-                     weight_bytes / kMiB, kv_bytes / kMiB, kv_tokens, state_bytes / kMiB, total_bytes() / kMiB,
-                     available_bytes / kMiB, slack_bytes() / kMiB);
+  return fmt::format("weights {:.1f} MiB, KV cache {:.1f} MiB ({} tokens), linear state {:.1f} MiB{}; total {:.1f} "
+                     "MiB of {:.1f} MiB available, slack {:.1f} MiB",
+                     weight_bytes / kMiB, kv_bytes / kMiB, kv_tokens, state_bytes / kMiB,
+                     drafter_bytes > 0 ? fmt::format(", drafter caches {:.1f} MiB", drafter_bytes / kMiB) : std::string(),
+                     total_bytes() / kMiB, available_bytes / kMiB, slack_bytes() / kMiB);
 }
 
 MemoryPlan plan_memory(const ModelConfig& c, const MemoryPlanInput& in) {

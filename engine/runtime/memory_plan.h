@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "engine/artifact/dtype.h"
@@ -20,12 +21,16 @@ struct MemoryPlanInput {
   uint64_t available_bytes = 0;  // free memory of the device (CPU: MemAvailable)
   int32_t draft_tokens = 0;      // speculative decoding K (0 = off): K GDN state checkpoints per sequence
   int64_t prefix_snapshots = 0;  // prefix-cache GDN snapshots (prefix_snapshot_rows); > 0 adds a boundary row per sequence
+  // The speculative drafter's own caches for a given max_context (drafter_cache_bytes with the engine's limits);
+  // empty = no drafter. A function, since the largest context that fits is searched.
+  std::function<uint64_t(int64_t max_context)> drafter_bytes;
 };
 
 struct MemoryPlan {
   int64_t kv_tokens = 0;  // rounded up to whole blocks
   uint64_t weight_bytes = 0, kv_bytes = 0, state_bytes = 0;  // state: sequence slots, checkpoints, prefix snapshots
-  uint64_t total_bytes() const { return weight_bytes + kv_bytes + state_bytes; }
+  uint64_t drafter_bytes = 0;  // the drafter's KV / state caches
+  uint64_t total_bytes() const { return weight_bytes + kv_bytes + state_bytes + drafter_bytes; }
   uint64_t available_bytes = 0;
   int64_t slack_bytes() const { return static_cast<int64_t>(available_bytes) - static_cast<int64_t>(total_bytes()); }
   std::string describe() const;  // one line per part, MiB

@@ -245,9 +245,20 @@ std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, c
         fail(ErrorKind::kCorrupt, "{}: draft_lm_head.ids holds {} outside the vocab [0, {})", artifact.path(), id,
              target.vocab_size);
   }
+  return std::make_unique<Dflash2Drafter>(config, std::move(weights), target_embed, std::move(head), backend,
+                                          dflash2_cache_options(config, max_sequences, max_context));
+}
+
+Dflash2CacheOptions dflash2_cache_options(const Dflash2Config& config, int64_t max_sequences, int64_t max_context) {
   Dflash2CacheOptions cache;
   cache.num_blocks = max_sequences * ((max_context + config.block_size + cache.block_size - 1) / cache.block_size);
-  return std::make_unique<Dflash2Drafter>(config, std::move(weights), target_embed, std::move(head), backend, cache);
+  return cache;
+}
+
+uint64_t dflash2_cache_bytes(const Dflash2Config& config, int64_t max_sequences, int64_t max_context) {
+  const Dflash2CacheOptions cache = dflash2_cache_options(config, max_sequences, max_context);
+  return static_cast<uint64_t>(cache.num_blocks * cache.block_size) *
+         KvCache::bytes_per_token(cache_shape(config), DType::kF32);
 }
 
 }  // namespace ninfer

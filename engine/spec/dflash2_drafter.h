@@ -40,6 +40,7 @@ class Dflash2Drafter {
 
   const Dflash2Config& config() const { return config_; }
   int64_t head_rows() const { return head_.weight.dim(0); }
+  uint64_t cache_bytes() const { return kv_->allocated_bytes(); }
 
   // Appends rows[s] committed positions to sequence seqs[s] (positions context_length .. +rows[s]−1). Row t of
   // features[i] [T, H] (T = Σ rows, grouped per sequence in order) is the output of target decoder layer
@@ -69,6 +70,11 @@ class Dflash2Drafter {
   std::unordered_map<SeqId, int64_t> length_;
   ScratchBuffers scratch_;
 };
+
+// The cache of a drafter holding max_sequences sequences of max_context committed positions plus one block each,
+// and its bytes (what make_dflash2_drafter allocates with the same limits).
+Dflash2CacheOptions dflash2_cache_options(const Dflash2Config& config, int64_t max_sequences, int64_t max_context);
+uint64_t dflash2_cache_bytes(const Dflash2Config& config, int64_t max_sequences, int64_t max_context);
 
 // The drafter for a target loaded from `artifact`: checks and binds the dflash2 section, scores with
 // `draft_lm_head` when use_draft_head (an Error when the artifact has none), else with the target's lm_head.

@@ -97,6 +97,8 @@ void Dflash2SpecDrafter::propose(std::span<const SeqId> seqs, int32_t k, std::sp
     std::copy_n(block.begin() + s * D, k, drafts.begin() + s * k);
 }
 
+uint64_t Dflash2SpecDrafter::cache_bytes() const { return drafter_->cache_bytes(); }
+
 std::unique_ptr<Drafter> make_dflash2_spec_drafter(const Artifact& artifact, const ModelConfig& target,
                                                    const Tensor& embed, const Tensor& lm_head, bool use_draft_head,
                                                    Backend& backend, const DrafterLimits& limits) {

@@ -28,6 +28,7 @@ class Dflash2SpecDrafter final : public Drafter {
   void release(SeqId seq) override;
   void observe(std::span<const DraftRows> rows) override;
   void propose(std::span<const SeqId> seqs, int32_t k, std::span<int32_t> drafts) override;
+  uint64_t cache_bytes() const override;
 
   const Dflash2Drafter& drafter() const { return *drafter_; }
 

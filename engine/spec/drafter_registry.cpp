@@ -40,6 +40,14 @@ DrafterFactory make_drafter_factory(std::string_view method, const Artifact& art
   unknown_method(artifact.path() + ": ", method);
 }
 
+uint64_t drafter_cache_bytes(std::string_view method, const Artifact& artifact, const ModelConfig& config,
+                             const DrafterLimits& limits, const MtpOptions& mtp) {
+  if (method == "mtp") return MtpDrafter::planned_cache_bytes(config, limits, mtp);
+  if (method == "dflash2")
+    return dflash2_cache_bytes(load_dflash2_config(artifact, config), limits.max_sequences, limits.max_context);
+  unknown_method(artifact.path() + ": ", method);
+}
+
 std::string describe_drafter(std::string_view method, const Artifact& artifact, const ModelConfig& config,
                              bool lm_head_draft) {
   if (method == "mtp") {

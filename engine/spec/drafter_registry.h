@@ -25,6 +25,11 @@ int32_t default_draft_tokens(std::string_view method);
 DrafterFactory make_drafter_factory(std::string_view method, const Artifact& artifact, const ModelConfig& config,
                                     bool lm_head_draft, const MtpOptions& mtp = {});
 
+// Bytes a drafter of `method` built with `limits` allocates for its own caches (Drafter::cache_bytes()), without
+// building it: the memory plan counts them. An Error as make_drafter_factory() for an unknown method or section.
+uint64_t drafter_cache_bytes(std::string_view method, const Artifact& artifact, const ModelConfig& config,
+                             const DrafterLimits& limits, const MtpOptions& mtp = {});
+
 // One line for the start log: method, layers, proposal head and its rows, e.g. "mtp: 1 MTP layer with its own KV
 // cache, conditioned on the target's post-final-norm hidden; optimized proposal head draft_lm_head (2048 of 8192
 // rows); verification with the full lm_head".

@@ -73,6 +73,39 @@ MtpWeights MtpWeights::bind(const Artifact& a, const ModelConfig& c, bool lm_hea
   return w;
 }
 
+namespace {
+
+// The MTP layer's own cache: one full-attention layer of the target's shape.
+ModelConfig mtp_cache_shape(const ModelConfig& config) {
+  ModelConfig kv_config = config;
+  kv_config.num_layers = 1;
+  kv_config.layer_types = {LayerType::kFullAttention};
+  return kv_config;
+}
+
+KvCacheConfig mtp_cache_config(const DrafterLimits& limits, const MtpOptions& options) {
+  const int64_t bs = options.kv_block_size;
+  // A sequence's drafts reach max_context + draft_tokens − 1 positions (scratch rows past the committed ones).
+  const int64_t blocks_per_seq = (limits.max_context + limits.draft_tokens + bs - 1) / bs;
+  return {.block_size = bs, .num_blocks = blocks_per_seq * limits.max_sequences, .dtype = DType::kF32};
+}
+
+// last_: each sequence's newest MTP output row.
+size_t last_bytes(const ModelConfig& config, const DrafterLimits& limits) {
+  return static_cast<size_t>(limits.max_sequences * config.hidden_size) * sizeof(float);
+}
+
+}  // namespace
+
+uint64_t MtpDrafter::planned_cache_bytes(const ModelConfig& config, const DrafterLimits& limits,
+                                         const MtpOptions& options) {
+  const KvCacheConfig kv = mtp_cache_config(limits, options);
+  return static_cast<uint64_t>(kv.num_blocks * kv.block_size) * KvCache::bytes_per_token(mtp_cache_shape(config), kv.dtype) +
+         last_bytes(config, limits);
+}
+
+uint64_t MtpDrafter::cache_bytes() const { return kv_->allocated_bytes() + last_.bytes; }
+
 MtpDrafter::MtpDrafter(const ModelConfig& config, MtpWeights weights, Backend& backend, const DrafterLimits& limits,
                        const MtpOptions& options)
     : config_(config), w_(std::move(weights)), backend_(backend), limits_(limits), options_(options), scratch_(backend) {
@@ -84,16 +117,8 @@ MtpDrafter::MtpDrafter(const ModelConfig& config, MtpWeights weights, Backend& b
          limits.max_sequences, limits.max_context, limits.draft_tokens);
   features_ = options.hidden == MtpHidden::kPostFinalNorm ? FeatureSpec{{}, true}
                                                           : FeatureSpec{{config.num_layers - 1}, false};
-  ModelConfig kv_config = config;  // the MTP layer's own cache: one full-attention layer of the target's shape
-  kv_config.num_layers = 1;
-  kv_config.layer_types = {LayerType::kFullAttention};
-  const int64_t bs = options.kv_block_size;
-  // A sequence's drafts reach max_context + draft_tokens − 1 positions (scratch rows past the committed ones).
-  const int64_t blocks_per_seq = (limits.max_context + limits.draft_tokens + bs - 1) / bs;
-  kv_ = std::make_unique<KvCache>(backend, kv_config,
-                                  KvCacheConfig{.block_size = bs, .num_blocks = blocks_per_seq * limits.max_sequences,
-                                                .dtype = DType::kF32});
-  last_ = backend.alloc(static_cast<size_t>(limits.max_sequences * config.hidden_size) * sizeof(float));
+  kv_ = std::make_unique<KvCache>(backend, mtp_cache_shape(config), mtp_cache_config(limits, options));
+  last_ = backend.alloc(last_bytes(config, limits));
   for (int32_t s = limits.max_sequences - 1; s >= 0; --s) free_slots_.push_back(s);
 }
 

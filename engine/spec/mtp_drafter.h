@@ -70,6 +70,10 @@ class MtpDrafter : public Drafter {
   // propose(), and the head's scores behind each draft into `logits` ([seqs · k, head_rows()]).
   void propose(std::span<const SeqId> seqs, int32_t k, std::span<int32_t> drafts, std::span<float> logits);
 
+  uint64_t cache_bytes() const override;
+  // What a drafter with these limits allocates for its caches (= cache_bytes() of one built with them).
+  static uint64_t planned_cache_bytes(const ModelConfig& config, const DrafterLimits& limits, const MtpOptions& options);
+
   int64_t head_rows() const { return w_.head.dim(0); }
   const MtpOptions& options() const { return options_; }
   // Committed positions the drafter holds for `seq` (its next observe() continues there).

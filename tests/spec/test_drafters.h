@@ -28,6 +28,7 @@ class ContractDrafter : public Drafter {
 
   const FeatureSpec& features() const override { return spec_; }
   int32_t max_draft_tokens() const override { return max_k_; }
+  uint64_t cache_bytes() const override { return 0; }  // host-side bookkeeping only, no caches
   void add_sequence(SeqId seq) override {
     if (!seqs_.emplace(seq, Seq{}).second) fail_contract(fmt::format("add_sequence({}) twice", seq));
   }
