@@ -93,6 +93,16 @@ TEST(ServeOptions, SeedCommandLineParsesWhenFeaturesAreBuilt) {
   EXPECT_EQ(c.api_keys.size(), 2u);
 }
 
+TEST(ServeOptions, PrefixSnapshotsAreParsedDescribedAndNeedPrefixReuse) {
+  ParsedServeOptions r = parse({"--prefix-snapshots", "6"});
+  ASSERT_TRUE(r.options) << r.message;
+  EXPECT_EQ(*r.options->prefix_snapshots, 6);
+  EXPECT_NE(describe(*r.options).find("--prefix-snapshots 6"), std::string::npos) << describe(*r.options);
+  EXPECT_FALSE(parse({}).options->prefix_snapshots);  // unset: the engine's default (2 × --max-concurrency)
+  expect_usage_error({"--prefix-snapshots", "4", "--no-prefix-reuse"}, "--prefix-snapshots");
+  expect_usage_error({"--prefix-snapshots", "0"}, "--prefix-snapshots");
+}
+
 TEST(ServeOptions, BadValuesExitTwoAndNameTheFlag) {
   expect_usage_error({"--port", "70000"}, "--port");
   expect_usage_error({"--port", "abc"}, "--port");
