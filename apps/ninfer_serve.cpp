@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     ninfer::MemoryPlanInput plan_in{.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
                  .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
                  .available_bytes = ninfer::host_available_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0,
-                 .prefix_snapshots = ninfer::prefix_snapshot_rows(config, eo)};
+                 .prefix_state_rows = ninfer::prefix_state_rows(config, eo)};
     if (eo.drafter)
       plan_in.drafter_bytes = [&](int64_t max_context) {
         return ninfer::drafter_cache_bytes(spec_method, artifact, config, ninfer::drafter_limits(eo, max_context));

@@ -2,16 +2,15 @@
 // Qwen3.5-shaped model, bf16 and its NVFP4 derivative (W4A4 and W4A16), next to the memory-bandwidth roofline
 // measured in the same run.
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "bench/common/bandwidth.h"
+#include "bench/common/request_waiter.h"
 #include "bench/common/nvfp4_artifact.h"
 #include "bench/common/synthetic_checkpoint.h"
 #include "engine/artifact/artifact.h"
@@ -23,35 +22,14 @@ namespace {
 
 using namespace ninfer;
 
-class Waiter : public RequestObserver {
- public:
-  void on_tokens(std::span<const OutputToken>) override {}
-  void on_finish(const RequestResult& r) override {
-    std::lock_guard lock(mu_);
-    result = r;
-    done = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return done; });
-  }
-  RequestResult result;
-  bool done = false;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
-
 std::vector<RequestResult> run(Engine& e, int batch, int prompt_len, int max_tokens, int vocab) {
-  std::vector<std::shared_ptr<Waiter>> ws;
+  std::vector<std::shared_ptr<bench::RequestWaiter>> ws;
   for (int b = 0; b < batch; ++b) {
     EngineRequest r;
     for (int i = 0; i < prompt_len; ++i) r.prompt.push_back((i * 7919 + b * 104729) % vocab);
     r.sampling.greedy = true;
     r.max_tokens = max_tokens;
-    auto w = std::make_shared<Waiter>();
+    auto w = std::make_shared<bench::RequestWaiter>();
     e.submit(r, w);
     ws.push_back(w);
   }

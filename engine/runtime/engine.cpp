@@ -35,6 +35,11 @@ int64_t prefix_snapshot_rows(const ModelConfig& config, const EngineOptions& o) 
   return o.prefix_snapshots > 0 ? o.prefix_snapshots : 2 * static_cast<int64_t>(o.max_concurrency);
 }
 
+int64_t prefix_state_rows(const ModelConfig& config, const EngineOptions& o) {
+  const int64_t snapshots = prefix_snapshot_rows(config, o);
+  return snapshots > 0 ? o.max_concurrency + snapshots : 0;
+}
+
 Engine::Engine(const Artifact& artifact, const ModelConfig& config, const EngineOptions& options)
     : config_(config), options_(options) {
   if (options_.max_context <= 0 || options_.prefill_chunk <= 0 || options_.max_concurrency <= 0)
@@ -57,12 +62,12 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
     spdlog::warn("prefix reuse is off with speculative decoding (the drafter keeps its own caches): every prompt is "
                  "prefilled cold");
   const bool hybrid = config_.num_linear_attention_layers() > 0;
-  prefix_snapshots_ = ninfer::prefix_snapshot_rows(config_, options_);
-  const int64_t extra_rows = prefix_snapshots_ > 0 ? options_.max_concurrency + prefix_snapshots_ : 0;
-  state_ = std::make_unique<LinearStateCache>(*backend_, config_, options_.max_concurrency, checkpoints, extra_rows);
+  state_ = std::make_unique<LinearStateCache>(*backend_, config_, options_.max_concurrency, checkpoints,
+                                              ninfer::prefix_state_rows(config_, options_));
   if (prefix) {
     std::vector<int32_t> rows;
-    for (int64_t i = 0; i < prefix_snapshots_; ++i) rows.push_back(state_->extra_row(options_.max_concurrency + i));
+    for (int64_t i = 0; i < ninfer::prefix_snapshot_rows(config_, options_); ++i)
+      rows.push_back(state_->extra_row(options_.max_concurrency + i));
     prefix_ = std::make_unique<PrefixCache>(*kv_, *state_, hybrid, std::move(rows));
     kv_->set_reclaimer([this] { return prefix_->evict_one(); });
   }
@@ -381,17 +386,17 @@ void Engine::reuse_prefix(Sequence& s) {
 
 void Engine::note_progress(Sequence& s, int64_t begin) {
   const int64_t bs = kv_->block_size();
-  const auto& blocks = kv_->blocks(static_cast<SeqId>(s.id));
   const auto tokens = std::span(s.tokens);
   if (!prefix_->needs_state()) {
     // K/V alone make a prefix reusable: publish the prompt's whole blocks as soon as the prompt is in.
     if (begin < s.prompt_len && !s.prefilling())
-      prefix_->insert(tokens.first(static_cast<size_t>(s.computed / bs * bs)), blocks);
+      prefix_->insert(tokens.first(static_cast<size_t>(s.computed / bs * bs)), kv_->blocks(static_cast<SeqId>(s.id)));
     return;
   }
   if (s.computed % bs != 0 || s.computed == begin) return;  // the state is only kept at block boundaries
   if (std::find(s.split_at.begin(), s.split_at.end(), s.computed) != s.split_at.end()) {
-    prefix_->insert(tokens.first(static_cast<size_t>(s.computed)), blocks, s.state_slot, s.computed == s.branch_at);
+    prefix_->insert(tokens.first(static_cast<size_t>(s.computed)), kv_->blocks(static_cast<SeqId>(s.id)), s.state_slot,
+                    s.computed == s.branch_at);
   } else {
     state_->copy_slot(boundary_row(s), s.state_slot);
     s.boundary_at = s.computed;

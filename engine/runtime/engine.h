@@ -49,9 +49,11 @@ struct EngineOptions {
 DrafterLimits drafter_limits(const EngineOptions& options, int64_t max_context);
 
 // GDN state snapshot rows the prefix cache of an engine with these options holds (0 without prefix reuse, with a
-// drafter, or for a model without linear-attention layers); the memory plan counts them, and one boundary row per
-// sequence slot next to them.
+// drafter, or for a model without linear-attention layers).
 int64_t prefix_snapshot_rows(const ModelConfig& config, const EngineOptions& options);
+// Linear-state rows prefix reuse adds, as the engine allocates them and the memory plan counts them: one boundary
+// row per sequence slot, then the snapshot rows (0 when there are no snapshot rows).
+int64_t prefix_state_rows(const ModelConfig& config, const EngineOptions& options);
 
 struct EngineStats {
   int64_t waiting = 0;
@@ -87,7 +89,7 @@ class Engine {
   // Whether prompts reuse cached prefixes (EngineOptions::prefix_cache without a drafter).
   bool prefix_reuse() const { return prefix_ != nullptr; }
   // Prefix-cache GDN snapshot rows (0 without prefix reuse or for a model without linear-attention layers).
-  int64_t prefix_snapshot_rows() const { return prefix_snapshots_; }
+  int64_t prefix_snapshot_rows() const { return ninfer::prefix_snapshot_rows(config_, options_); }
 
  private:
   void loop();
@@ -119,7 +121,6 @@ class Engine {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<LinearStateCache> state_;
   std::unique_ptr<PrefixCache> prefix_;   // null without prefix reuse
-  int64_t prefix_snapshots_ = 0;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;  // engine thread only
   std::unique_ptr<SpecDecoder> spec_;     // engine thread only; null without a drafter

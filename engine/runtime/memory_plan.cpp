@@ -26,8 +26,8 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
   p.weight_bytes = in.weight_bytes;
   p.kv_bytes = static_cast<uint64_t>(p.kv_tokens) * KvCache::bytes_per_token(c, in.kv_dtype);
   const uint64_t slots_per_seq = 1 + static_cast<uint64_t>(std::max(in.draft_tokens, 0));  // + K checkpoints
-  const uint64_t prefix_rows = in.prefix_snapshots > 0 ? static_cast<uint64_t>(in.max_concurrency + in.prefix_snapshots) : 0;
-  p.state_bytes = (static_cast<uint64_t>(in.max_concurrency) * slots_per_seq + prefix_rows) * LinearStateCache::bytes_per_slot(c);
+  p.state_bytes = (static_cast<uint64_t>(in.max_concurrency) * slots_per_seq + static_cast<uint64_t>(in.prefix_state_rows)) *
+                  LinearStateCache::bytes_per_slot(c);
   p.drafter_bytes = in.drafter_bytes ? in.drafter_bytes(max_context) : 0;
   p.available_bytes = in.available_bytes;
   return p;

@@ -20,10 +20,10 @@ struct MemoryPlanInput {
   DType kv_dtype = DType::kF32;  // f32 | bf16 | f16 | i8; KvCache::bytes_per_token (i8: codes + scales) sizes it
   uint64_t available_bytes = 0;  // free memory of the device (CPU: MemAvailable)
   int32_t draft_tokens = 0;      // speculative decoding K (0 = off): K GDN state checkpoints per sequence
-  int64_t prefix_snapshots = 0;  // prefix-cache GDN snapshots (prefix_snapshot_rows); > 0 adds a boundary row per sequence
+  int64_t prefix_state_rows = 0;  // linear-state rows of the prefix cache (prefix_state_rows(), engine/runtime/engine.h)
   // The speculative drafter's own caches for a given max_context (drafter_cache_bytes with the engine's limits);
   // empty = no drafter. A function, since the largest context that fits is searched.
-  std::function<uint64_t(int64_t max_context)> drafter_bytes;
+  std::function<uint64_t(int64_t max_context)> drafter_bytes = nullptr;
 };
 
 struct MemoryPlan {

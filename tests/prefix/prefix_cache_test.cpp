@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/runtime/engine.h"
 #include "engine/runtime/memory_plan.h"
 #include "engine/runtime/prefix_cache.h"
 #include "tests/support/fixture_config.h"
@@ -273,7 +274,8 @@ TEST(PrefixCacheMemory, ThePlanCountsSnapshotRowsAndOneBoundaryRowPerSequence) {
   const ModelConfig c = fixture_config("qwen35_untied");
   MemoryPlanInput in{.max_context = 256, .max_concurrency = 3, .kv_dtype = DType::kF32};
   const uint64_t base = plan_memory(c, in).state_bytes;
-  in.prefix_snapshots = 5;
+  in.prefix_state_rows = prefix_state_rows(c, EngineOptions{.max_concurrency = 3, .prefix_cache = true, .prefix_snapshots = 5});
+  EXPECT_EQ(in.prefix_state_rows, 3 + 5);
   EXPECT_EQ(plan_memory(c, in).state_bytes - base, (3 + 5) * LinearStateCache::bytes_per_slot(c));
   EXPECT_GT(LinearStateCache::bytes_per_slot(c), 0u);
   // What the engine allocates for those rows is what the plan counts: the rows exist and are distinct.
