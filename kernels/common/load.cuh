@@ -9,6 +9,9 @@
 //   - `load_vec<N>(p, out)` / `store_vec<N>(p, in)`: N consecutive elements at p as ONE aligned access of
 //     N·sizeof(T) bytes (4, 8 or 16; larger N is split into 16-byte pieces). p must be aligned to that access size:
 //     use them only when the row pointer and the element index are multiples of N (check `aligned_for<T, N>`).
+//   - `rows_vectorizable(rows, vec)` (host): whether every row of a Rows view may be read with load_vec<vec> at
+//     element indices that are multiples of vec (n, every leading stride and the base pointer fit), so a launcher
+//     can pick a vectorized kernel instance or fall back to vec = 1.
 //   - `visit_float_type(ktype, f)` (host, in launchers): calls f(T{}) with T = float / Bf16 / F16 for kF32/kBF16/kF16 and
 //     returns false for any other KType, e.g.
 //       visit_float_type(w.type, [&](auto tag) { my_kernel<decltype(tag)><<<g, b, 0, s>>>(...); });
@@ -150,7 +153,24 @@ __device__ __forceinline__ void store_vec(T* p, const float (&in)[N]) {
   }
 }
 
-// ---- runtime dtype → template ----
+// ---- host-side layout checks and runtime dtype → template ----
+// Bytes of one element; 0 for kNvfp4 (not a whole number of bytes), as dtype_element_bytes.
+__host__ __device__ constexpr int ktype_bytes(KType t) {
+  return t == KType::kF32 || t == KType::kI32 ? 4
+         : t == KType::kF16 || t == KType::kBF16 ? 2
+         : t == KType::kNvfp4 ? 0 : 1;
+}
+
+inline bool rows_vectorizable(const Rows& r, int vec) {
+  if (vec <= 1) return true;
+  const int bytes = vec * ktype_bytes(r.type) < 16 ? vec * ktype_bytes(r.type) : 16;
+  if (bytes == 0) return false;
+  if (r.n % vec != 0 || reinterpret_cast<uintptr_t>(r.data) % static_cast<uintptr_t>(bytes) != 0) return false;
+  for (int d = 0; d < r.nlead; ++d)
+    if (r.lead[d] > 1 && r.lead_stride[d] % vec != 0) return false;
+  return true;
+}
+
 template <typename F>
 inline bool visit_float_type(KType type, F&& f) {
   switch (type) {
