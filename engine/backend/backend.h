@@ -66,6 +66,9 @@ enum class DeltaRuleAlgo : uint8_t {
 //    comment says "in place ok". Shapes and dtypes are checked; a mismatch throws Error(kInvalidArgument) naming
 //    the op and the tensors. An unsupported dtype throws Error(kUnsupported).
 //  - Ops are enqueued in order on one stream; results are visible to later ops. synchronize() waits for all.
+//  - Faults in the DATA that only a device kernel can see (an int8 K/V row holding inf/NaN, an index read on the
+//    device out of range) may be thrown by a device backend at the next synchronize() instead of by the op itself;
+//    argument checks (shapes, dtypes, devices, host spans) always throw from the op.
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -49,6 +49,29 @@ struct ModelWeights {
   static ModelWeights bind(const Artifact& artifact, const ModelConfig& config);
 };
 
+// Every tensor of the weights, for placing them on a device backend (engine/backend/weight_store.h placed()).
+template <typename F>
+void for_each_tensor(AttentionWeights& w, F&& f) {
+  for (Tensor* t : {&w.q_proj, &w.k_proj, &w.v_proj, &w.o_proj, &w.q_norm, &w.k_norm}) f(*t);
+}
+template <typename F>
+void for_each_tensor(DeltaNetWeights& w, F&& f) {
+  for (Tensor* t : {&w.in_proj_qkv, &w.in_proj_z, &w.in_proj_b, &w.in_proj_a, &w.conv1d, &w.dt_bias, &w.A_log, &w.norm,
+                    &w.out_proj})
+    f(*t);
+}
+template <typename F>
+void for_each_tensor(LayerWeights& w, F&& f) {
+  for (Tensor* t : {&w.input_norm, &w.post_norm, &w.gate_proj, &w.up_proj, &w.down_proj}) f(*t);
+  for_each_tensor(w.attn, f);
+  for_each_tensor(w.gdn, f);
+}
+template <typename F>
+void for_each_tensor(ModelWeights& w, F&& f) {
+  for (Tensor* t : {&w.embed, &w.final_norm, &w.lm_head}) f(*t);
+  for (LayerWeights& l : w.layers) for_each_tensor(l, f);
+}
+
 // A zero-copy view of an artifact tensor with its own shape (e.g. conv1d [C,1,K] as [C,K]). An nvfp4 projection
 // is [N, K] with data at its codes; linear() finds the scales and trailer by nvfp4_layout() (docs/nvfp4.md).
 Tensor tensor_view(const Artifact& artifact, const TensorInfo& info);

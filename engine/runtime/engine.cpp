@@ -45,8 +45,13 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   if (options_.max_context <= 0 || options_.prefill_chunk <= 0 || options_.max_concurrency <= 0)
     fail(ErrorKind::kInvalidArgument, "engine options: max_context, prefill_chunk and max_concurrency must be positive");
   if (options_.kv_capacity == 0) options_.kv_capacity = options_.max_concurrency * options_.max_context;
-  backend_ = make_cpu_backend({.threads = options_.threads, .nvfp4_activations = options_.nvfp4_activations});
-  model_ = std::make_unique<Model>(config_, ModelWeights::bind(artifact, config_), *backend_);
+  backend_ = make_backend({.kind = options_.backend,
+                           .device = options_.device,
+                           .threads = options_.threads,
+                           .nvfp4_activations = options_.nvfp4_activations});
+  weights_ = std::make_unique<WeightStore>(*backend_);
+  model_ = std::make_unique<Model>(config_, placed(ModelWeights::bind(artifact, config_), *weights_, "model"), *backend_);
+  if (weights_->on_device()) spdlog::info("weights on the device: {:.1f} MiB", double(weights_->device_bytes()) / (1 << 20));
   const int64_t blocks = (options_.kv_capacity + options_.kv_block_size - 1) / options_.kv_block_size;
   kv_ = std::make_unique<KvCache>(*backend_, config_,
                                     KvCacheConfig{.block_size = options_.kv_block_size, .num_blocks = blocks,

@@ -11,6 +11,8 @@
 
 #include "engine/artifact/artifact.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_factory.h"
+#include "engine/backend/weight_store.h"
 #include "engine/model/model.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
@@ -30,6 +32,8 @@ struct EngineOptions {
   int64_t kv_capacity = 0;          // KV tokens in all; 0 = max_concurrency × max_context
   int64_t kv_block_size = 16;
   DType kv_dtype = DType::kF32;
+  BackendKind backend = BackendKind::kCpu;  // where the model runs (auto: CUDA when built and a GPU is present)
+  int device = 0;                   // CUDA device index
   int threads = 0;                  // CPU backend threads, 0 = all cores
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
   bool greedy = false;              // engine-wide greedy override
@@ -117,6 +121,7 @@ class Engine {
   ModelConfig config_;
   EngineOptions options_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<WeightStore> weights_;  // device copies of the weights (none on the CPU backend); outlives model_
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<LinearStateCache> state_;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/op_checks.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 #include "engine/backend/cpu/thread_pool.h"
@@ -82,12 +83,16 @@ inline char* row_ptr(const Tensor& t, int64_t r) {
 }
 inline float* row_f32(const Tensor& t, int64_t r) { return reinterpret_cast<float*>(row_ptr(t, r)); }
 
-// Shape / dtype / layout checks that throw Error(kInvalidArgument) naming the op and argument.
-void check_cpu(const char* op, const char* arg, const Tensor& t);
-void check_f32(const char* op, const char* arg, const Tensor& t);
-void check_weight(const char* op, const char* arg, const Tensor& t);  // f32/bf16/f16, cpu, contiguous rows (not nvfp4)
-void check_dims(const char* op, const char* arg, const Tensor& t, std::initializer_list<int64_t> shape);
-void check_same_shape(const char* op, const char* arg, const Tensor& t, const Tensor& ref);
-void check_batch(const char* op, std::span<const int32_t> q_start, int64_t tokens);
+// The shared checks (engine/backend/op_checks.h) for cpu tensors.
+inline void check_cpu(const char* op, const char* arg, const Tensor& t) { check_on(op, arg, t, Device::kCpu); }
+inline void check_f32(const char* op, const char* arg, const Tensor& t) { check_f32_on(op, arg, t, Device::kCpu); }
+// f32/bf16/f16, cpu, contiguous rows (not nvfp4)
+inline void check_weight(const char* op, const char* arg, const Tensor& t) { check_weight_on(op, arg, t, Device::kCpu); }
+inline void check_vector(const char* op, const char* arg, const Tensor& w, int64_t n) {
+  check_vector_on(op, arg, w, n, Device::kCpu);
+}
+using ninfer::check_batch;
+using ninfer::check_dims;
+using ninfer::check_same_shape;
 
 }  // namespace ninfer::cpu

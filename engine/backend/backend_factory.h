@@ -1,0 +1,32 @@
+// Owns the choice of backend a process runs on (cpu, cuda, or auto = CUDA when built and a GPU is present).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/backend/backend.h"
+
+namespace ninfer {
+
+enum class BackendKind : uint8_t { kAuto, kCpu, kCuda };
+
+std::string_view backend_kind_name(BackendKind kind);  // "auto", "cpu", "cuda"
+std::optional<BackendKind> backend_kind_from_name(std::string_view name);
+
+struct BackendSelection {
+  BackendKind kind = BackendKind::kCpu;
+  int device = 0;   // CUDA device index
+  int threads = 0;  // CPU backend threads (0 = all cores)
+  Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;
+};
+
+// kAuto resolves to kCuda when this build has the CUDA backend and the runtime sees `device`, else kCpu; the reason
+// is written to `why` (for the startup log). kCpu / kCuda are returned as given.
+BackendKind resolve_backend(const BackendSelection& selection, std::string* why = nullptr);
+// The backend the selection resolves to. kCuda without a CUDA build or without the device throws (kUnsupported /
+// kNotFound) with a message saying which is missing.
+std::unique_ptr<Backend> make_backend(const BackendSelection& selection);
+
+}  // namespace ninfer
