@@ -79,7 +79,30 @@ int main(int argc, char** argv) {
     for (const auto& t : artifact.tensors())
       if (t.section == "main") weight_bytes += t.bytes;
 
+    // Where the model runs, decided before anything is loaded: the plan counts that device's free memory.
+    ninfer::BackendSelection backend_sel{.kind = *ninfer::backend_kind_from_name(opt.backend),
+                                         .device = opt.devices.empty() ? 0 : opt.devices.front(),
+                                         .threads = opt.threads};
+    std::string backend_why;
+    const ninfer::BackendKind backend_kind = ninfer::resolve_backend(backend_sel, &backend_why);
+    const bool on_gpu = backend_kind == ninfer::BackendKind::kCuda;
+    auto device_free_bytes = [&]() -> uint64_t {
+      if (!on_gpu) return ninfer::host_available_bytes();
+      const ninfer::DeviceProbe probe = ninfer::probe_devices();
+      return probe.devices.at(static_cast<size_t>(backend_sel.device)).free_bytes;
+    };
+    if (on_gpu) {
+      const ninfer::DeviceProbe probe = ninfer::probe_devices();
+      const ninfer::DeviceInfo& d = probe.devices.at(static_cast<size_t>(backend_sel.device));
+      spdlog::info("device {}: {} (compute capability {}.{}, {} SMs), {:.1f} of {:.1f} MiB free; {}", d.index, d.name,
+                   d.cc_major, d.cc_minor, d.multiprocessors, d.free_bytes / (1024.0 * 1024.0),
+                   d.total_bytes / (1024.0 * 1024.0), probe.runtime);
+    }
+    spdlog::info("backend: {} ({})", ninfer::backend_kind_name(backend_kind), backend_why);
+
     ninfer::EngineOptions eo;
+    eo.backend = backend_kind;
+    eo.device = backend_sel.device;
     eo.max_context = opt.max_context.value_or(config.max_position_embeddings);
     eo.prefill_chunk = opt.prefill_chunk;
     eo.max_concurrency = opt.max_concurrency;
@@ -96,7 +119,7 @@ int main(int argc, char** argv) {
     }
     ninfer::MemoryPlanInput plan_in{.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
                  .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
-                 .available_bytes = ninfer::host_available_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0,
+                 .available_bytes = device_free_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0,
                  .prefix_state_rows = ninfer::prefix_state_rows(config, eo)};
     if (eo.drafter)
       plan_in.drafter_bytes = [&](int64_t max_context) {
@@ -129,8 +152,8 @@ int main(int argc, char** argv) {
                            : std::string());
         else if (!opt.prefix_reuse)  // (off because of --spec: the engine warned when it was built)
           spdlog::info("prefix reuse: off (--no-prefix-reuse), every prompt is prefilled cold");
-        spdlog::info("memory plan: {}; free after load {:.1f} MiB", plan.describe(),
-                     ninfer::host_available_bytes() / (1024.0 * 1024.0));
+        spdlog::info("memory plan: {}; {} free after load {:.1f} MiB", plan.describe(), on_gpu ? "device" : "host",
+                     device_free_bytes() / (1024.0 * 1024.0));
         ninfer::server::EngineServiceConfig sc;
         sc.info.name = opt.served_model_name.empty() ? model_name_of(opt.model) : opt.served_model_name;
         sc.info.max_context = eo.max_context;

@@ -100,8 +100,8 @@ struct Bench {
     if (!v.method.empty()) {
       DrafterFactory inner = make_drafter_factory(v.method, a, c, v.lm_head_draft, v.mtp);
       double* sink = &m.draft_s;
-      o.drafter = [inner, sink](Backend& b, const DrafterLimits& l) -> std::unique_ptr<Drafter> {
-        return std::make_unique<TimedDrafter>(inner(b, l), sink);
+      o.drafter = [inner, sink](WeightStore& w, const DrafterLimits& l) -> std::unique_ptr<Drafter> {
+        return std::make_unique<TimedDrafter>(inner(w, l), sink);
       };
       o.draft_tokens = v.k;
     }

@@ -24,8 +24,19 @@ std::optional<BackendKind> backend_kind_from_name(std::string_view name) {
 }
 
 BackendKind resolve_backend(const BackendSelection& s, std::string* why) {
-  if (s.kind != BackendKind::kAuto) {
-    if (why) *why = fmt::format("--backend {}", backend_kind_name(s.kind));
+  if (s.kind == BackendKind::kCpu) {
+    if (why) *why = "--backend cpu";
+    return s.kind;
+  }
+  if (s.kind == BackendKind::kCuda) {
+    if (!cuda_backend_built())
+      fail(ErrorKind::kUnsupported, "--backend cuda: this ninfer build has no CUDA backend (build with the linux-cuda "
+           "preset, or -DNINFER_CUDA=ON)");
+    const DeviceProbe probe = probe_devices();
+    if (s.device < 0 || s.device >= static_cast<int>(probe.devices.size()))
+      fail(ErrorKind::kNotFound, "--backend cuda: CUDA device {} is not available ({})", s.device,
+           probe.devices.empty() ? probe.unavailable : fmt::format("{} device(s) found", probe.devices.size()));
+    if (why) *why = fmt::format("--backend cuda, device {} ({})", s.device, probe.devices[static_cast<size_t>(s.device)].name);
     return s.kind;
   }
   if (!cuda_backend_built()) {

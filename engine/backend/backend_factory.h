@@ -23,10 +23,10 @@ struct BackendSelection {
 };
 
 // kAuto resolves to kCuda when this build has the CUDA backend and the runtime sees `device`, else kCpu; the reason
-// is written to `why` (for the startup log). kCpu / kCuda are returned as given.
+// is written to `why` (for the startup log). kCuda without a CUDA build throws Error(kUnsupported), without the device
+// Error(kNotFound), each saying which is missing.
 BackendKind resolve_backend(const BackendSelection& selection, std::string* why = nullptr);
-// The backend the selection resolves to. kCuda without a CUDA build or without the device throws (kUnsupported /
-// kNotFound) with a message saying which is missing.
+// The backend the selection resolves to (resolve_backend's errors), logged with the reason.
 std::unique_ptr<Backend> make_backend(const BackendSelection& selection);
 
 }  // namespace ninfer

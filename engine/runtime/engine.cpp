@@ -50,8 +50,11 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
                            .threads = options_.threads,
                            .nvfp4_activations = options_.nvfp4_activations});
   weights_ = std::make_unique<WeightStore>(*backend_);
+  const auto upload_start = Clock::now();
   model_ = std::make_unique<Model>(config_, placed(ModelWeights::bind(artifact, config_), *weights_, "model"), *backend_);
-  if (weights_->on_device()) spdlog::info("weights on the device: {:.1f} MiB", double(weights_->device_bytes()) / (1 << 20));
+  if (weights_->on_device())
+    spdlog::info("weights uploaded to the device: {:.1f} MiB in {:.2f} s", double(weights_->device_bytes()) / (1 << 20),
+                 seconds(upload_start, Clock::now()));
   const int64_t blocks = (options_.kv_capacity + options_.kv_block_size - 1) / options_.kv_block_size;
   kv_ = std::make_unique<KvCache>(*backend_, config_,
                                     KvCacheConfig{.block_size = options_.kv_block_size, .num_blocks = blocks,
@@ -78,7 +81,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   }
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_, *state_);
   if (options_.drafter) {
-    auto drafter = options_.drafter(*backend_, drafter_limits(options_, options_.max_context));
+    auto drafter = options_.drafter(*weights_, drafter_limits(options_, options_.max_context));
     spec_ = std::make_unique<SpecDecoder>(std::move(drafter), options_.draft_tokens, options_.max_concurrency, *state_,
                                           config_.vocab_size);
     spec_totals_.accepted_at.assign(static_cast<size_t>(options_.draft_tokens), 0);

@@ -65,6 +65,16 @@ struct Dflash2Weights {
   std::vector<Dflash2LayerWeights> layers;
 };
 
+// Every tensor of the DFlash2 weights (for placing them on a device backend).
+template <typename F>
+void for_each_tensor(Dflash2Weights& w, F&& f) {
+  for (Tensor* t : {&w.fc, &w.hidden_norm, &w.mask_embedding, &w.final_norm}) f(*t);
+  for (Dflash2LayerWeights& l : w.layers)
+    for (Tensor* t : {&l.input_norm, &l.post_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.q_norm, &l.k_norm,
+                      &l.gate_proj, &l.up_proj, &l.down_proj})
+      f(*t);
+}
+
 // True when the artifact carries a dflash2 section.
 bool has_dflash2(const Artifact& artifact);
 // Reads and checks `dflash2.config` against the target (hidden size, layer ids in range, mask id in the vocab,

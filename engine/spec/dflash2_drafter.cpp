@@ -222,7 +222,7 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
 std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, const ModelConfig& target,
                                                      const Tensor& target_embed, const Tensor& target_lm_head,
                                                      bool use_draft_head, int64_t max_sequences, int64_t max_context,
-                                                     Backend& backend) {
+                                                     WeightStore& store) {
   const Dflash2Config config = load_dflash2_config(artifact, target);
   Dflash2Weights weights = bind_dflash2_weights(artifact, config);
   Dflash2Head head{target_lm_head, {}};
@@ -245,8 +245,10 @@ std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, c
         fail(ErrorKind::kCorrupt, "{}: draft_lm_head.ids holds {} outside the vocab [0, {})", artifact.path(), id,
              target.vocab_size);
   }
-  return std::make_unique<Dflash2Drafter>(config, std::move(weights), target_embed, std::move(head), backend,
-                                          dflash2_cache_options(config, max_sequences, max_context));
+  head.weight = store.place(head.weight, use_draft_head ? "draft_lm_head.weight" : "lm_head.weight");
+  return std::make_unique<Dflash2Drafter>(config, placed(std::move(weights), store, "dflash2"),
+                                          store.place(target_embed, "model.embed_tokens.weight"), std::move(head),
+                                          store.backend(), dflash2_cache_options(config, max_sequences, max_context));
 }
 
 Dflash2CacheOptions dflash2_cache_options(const Dflash2Config& config, int64_t max_sequences, int64_t max_context) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/weight_store.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/spec/dflash2_config.h"
 #include "engine/backend/scratch_buffers.h"
@@ -78,10 +79,11 @@ uint64_t dflash2_cache_bytes(const Dflash2Config& config, int64_t max_sequences,
 
 // The drafter for a target loaded from `artifact`: checks and binds the dflash2 section, scores with
 // `draft_lm_head` when use_draft_head (an Error when the artifact has none), else with the target's lm_head.
-// Cache capacity: max_sequences sequences of max_context committed positions plus one block each.
+// Cache capacity: max_sequences sequences of max_context committed positions plus one block each. The weights (and the
+// target's embedding and head, host views) are placed through `store` on its backend.
 std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, const ModelConfig& target,
                                                      const Tensor& target_embed, const Tensor& target_lm_head,
                                                      bool use_draft_head, int64_t max_sequences, int64_t max_context,
-                                                     Backend& backend);
+                                                     WeightStore& store);
 
 }  // namespace ninfer

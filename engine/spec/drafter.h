@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/weight_store.h"
 #include "engine/model/forward_batch.h"
 #include "engine/runtime/kv_cache.h"
 
@@ -61,6 +62,8 @@ struct DrafterLimits {
   int64_t max_context = 0;
   int32_t draft_tokens = 1;
 };
-using DrafterFactory = std::function<std::unique_ptr<Drafter>(Backend& backend, const DrafterLimits& limits)>;
+// Builds the drafter on the engine's backend; its weights go through the engine's WeightStore (shared with the target's
+// where they are the same tensors, e.g. the embedding and lm_head).
+using DrafterFactory = std::function<std::unique_ptr<Drafter>(WeightStore& weights, const DrafterLimits& limits)>;
 
 }  // namespace ninfer

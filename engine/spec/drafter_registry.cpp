@@ -32,8 +32,8 @@ DrafterFactory make_drafter_factory(std::string_view method, const Artifact& art
     auto weights = std::make_shared<const MtpWeights>(MtpWeights::bind(artifact, config, lm_head_draft));
     MtpOptions options = mtp;
     options.lm_head_draft = lm_head_draft;
-    return [weights, config, options](Backend& backend, const DrafterLimits& limits) -> std::unique_ptr<Drafter> {
-      return std::make_unique<MtpDrafter>(config, *weights, backend, limits, options);
+    return [weights, config, options](WeightStore& store, const DrafterLimits& limits) -> std::unique_ptr<Drafter> {
+      return std::make_unique<MtpDrafter>(config, placed(*weights, store, "mtp"), store.backend(), limits, options);
     };
   }
   if (method == "dflash2") return make_dflash2_factory(artifact, config, lm_head_draft);

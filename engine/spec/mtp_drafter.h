@@ -51,6 +51,13 @@ struct MtpWeights {
   static MtpWeights bind(const Artifact& artifact, const ModelConfig& config, bool lm_head_draft);
 };
 
+// Every tensor of the MTP weights (for placing them on a device backend).
+template <typename F>
+void for_each_tensor(MtpWeights& w, F&& f) {
+  for (Tensor* t : {&w.pre_fc_norm_embedding, &w.pre_fc_norm_hidden, &w.fc, &w.norm, &w.embed, &w.head}) f(*t);
+  for_each_tensor(w.layer, f);
+}
+
 class MtpDrafter : public Drafter {
  public:
   // `weights` must outlive the drafter. Caches hold max_sequences sequences of max_context + draft_tokens positions.

@@ -42,6 +42,7 @@ struct TargetFixture {
   ModelConfig target = load_model_config(artifact);
   ModelWeights weights = ModelWeights::bind(artifact, target);
   std::unique_ptr<Backend> backend = make_cpu_backend({.threads = 2});
+  WeightStore store{*backend};  // the CPU backend reads the artifact's views in place
   std::vector<int32_t> tokens = read_fixture<int32_t>("tokens");
   std::vector<float> features = read_fixture<float>("features");  // [context_tokens, n·H]
   int64_t ctx = index_json()["context_tokens"].get<int64_t>();

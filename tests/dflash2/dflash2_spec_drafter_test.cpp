@@ -24,7 +24,7 @@ using dflash2_test::read_fixture;
 struct Fixture : dflash2_test::TargetFixture {
 
   std::unique_ptr<Drafter> make(int32_t draft_tokens = 7) {
-    return make_dflash2_spec_drafter(artifact, target, weights.embed, weights.lm_head, false, *backend,
+    return make_dflash2_spec_drafter(artifact, target, weights.embed, weights.lm_head, false, store,
                                      DrafterLimits{.max_sequences = 4, .max_context = 512,
                                                    .draft_tokens = draft_tokens});
   }
@@ -114,7 +114,7 @@ TEST(Dflash2SpecDrafter, RegistryBuildsItAndNamesAMissingSection) {
   EXPECT_EQ(default_draft_tokens("dflash2"), 7);
   for (bool draft_head : {false, true}) {
     DrafterFactory make = make_drafter_factory("dflash2", f.artifact, f.target, draft_head);
-    auto d = make(*f.backend, DrafterLimits{.max_sequences = 2, .max_context = 64, .draft_tokens = 7});
+    auto d = make(f.store, DrafterLimits{.max_sequences = 2, .max_context = 64, .draft_tokens = 7});
     EXPECT_EQ(d->max_draft_tokens(), 7);
     EXPECT_FALSE(d->features().final_hidden);
     const std::string line = describe_drafter("dflash2", f.artifact, f.target, draft_head);

@@ -30,7 +30,7 @@ double rel_err(std::span<const float> a, std::span<const float> b) {
 struct Fixture : dflash2_test::TargetFixture {
 
   std::unique_ptr<Dflash2Drafter> drafter(bool draft_head = false) {
-    return make_dflash2_drafter(artifact, target, weights.embed, weights.lm_head, draft_head, 4, 1024, *backend);
+    return make_dflash2_drafter(artifact, target, weights.embed, weights.lm_head, draft_head, 4, 1024, store);
   }
   int64_t H() const { return target.hidden_size; }
   int64_t n_feat(const Dflash2Drafter& d) const { return static_cast<int64_t>(d.config().target_layer_ids.size()); }

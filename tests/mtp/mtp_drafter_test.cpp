@@ -255,7 +255,8 @@ TEST(DrafterRegistry, BuildsMtpAndNamesWhatAnArtifactLacks) {
   EXPECT_EQ(default_draft_tokens("mtp"), 3);
   for (bool draft_head : {false, true}) {
     DrafterFactory f = make_drafter_factory("mtp", t.artifact, t.config, draft_head);
-    auto d = f(*t.backend, DrafterLimits{.max_sequences = 2, .max_context = 64, .draft_tokens = 3});
+    WeightStore store(*t.backend);
+    auto d = f(store, DrafterLimits{.max_sequences = 2, .max_context = 64, .draft_tokens = 3});
     EXPECT_EQ(d->max_draft_tokens(), 3);
     EXPECT_TRUE(d->features().final_hidden);
     EXPECT_NE(describe_drafter("mtp", t.artifact, t.config, draft_head).find(draft_head ? "2048 of 8192" : "8192 of 8192"),

@@ -233,7 +233,7 @@ TEST(PrefixReuseOptions, SnapshotRowsFollowTheOptionsAndAreNoneWithADrafter) {
   o.prefix_snapshots = -1;
   EXPECT_THROW(prefix_snapshot_rows(hybrid.config, o), Error);
   o.prefix_snapshots = 3;
-  o.drafter = [](Backend&, const DrafterLimits&) -> std::unique_ptr<Drafter> { return nullptr; };
+  o.drafter = [](WeightStore&, const DrafterLimits&) -> std::unique_ptr<Drafter> { return nullptr; };
   EXPECT_EQ(prefix_snapshot_rows(hybrid.config, o), 0);  // prefix reuse is off with speculative decoding
   o.drafter = nullptr;
   o.prefix_cache = false;

@@ -17,10 +17,11 @@ TEST(DrafterMemory, ThePredictionIsWhatABuiltDrafterAllocates) {
   const Artifact a = Artifact::open(kTiny);
   const ModelConfig c = load_model_config(a);
   auto backend = make_cpu_backend({.threads = 1});
+  WeightStore store(*backend);
   for (const std::string& method : drafter_methods()) {
     for (DrafterLimits limits : {DrafterLimits{.max_sequences = 1, .max_context = 100, .draft_tokens = 1},
                                  DrafterLimits{.max_sequences = 3, .max_context = 777, .draft_tokens = 3}}) {
-      const auto drafter = make_drafter_factory(method, a, c, /*lm_head_draft=*/false)(*backend, limits);
+      const auto drafter = make_drafter_factory(method, a, c, /*lm_head_draft=*/false)(store, limits);
       ASSERT_NE(drafter, nullptr) << method;
       EXPECT_GT(drafter->cache_bytes(), 0u) << method;
       EXPECT_EQ(drafter_cache_bytes(method, a, c, limits), drafter->cache_bytes())

@@ -136,7 +136,7 @@ template <typename D>
 DrafterFactory hand_over(std::unique_ptr<D>& drafter, D*& keep) {
   keep = drafter.get();
   auto shared = std::make_shared<std::unique_ptr<D>>(std::move(drafter));
-  return [shared](Backend&, const DrafterLimits&) -> std::unique_ptr<Drafter> { return std::move(*shared); };
+  return [shared](WeightStore&, const DrafterLimits&) -> std::unique_ptr<Drafter> { return std::move(*shared); };
 }
 
 }  // namespace ninfer::testing
