@@ -149,8 +149,10 @@ def main():
     ap.add_argument("--out", help="Markdown report (default BUILD/cuda-resources.md; JSON beside it)")
     ap.add_argument("--allow", default=os.path.join(here, "cuda-resources.allow"), help="allowlist file")
     ap.add_argument("--smem-limit", type=int, default=SMEM_STATIC_LIMIT, help="static smem limit in bytes")
-    ap.add_argument("--no-fail", action="store_true", help="report only, exit 0 on findings")
+    ap.add_argument("--no-fail", action="store_true",
+                    help="report only, exit 0 on findings (also NINFER_CUDA_RESOURCES_NO_FAIL=1)")
     a = ap.parse_args()
+    a.no_fail = a.no_fail or os.environ.get("NINFER_CUDA_RESOURCES_NO_FAIL") == "1"
 
     build = os.path.abspath(a.build)
     out_md = a.out or os.path.join(build, "cuda-resources.md")

@@ -2,6 +2,9 @@
 # Builds ninfer and runs the whole test suite. With nvcc on PATH (or /usr/local/cuda) the build includes
 # the CUDA kernels library (preset linux-cuda); otherwise the CPU-only preset linux-cpu.
 # Override with NINFER_PRESET=linux-cpu|linux-cuda.
+# After the tests: with the linux-cuda preset, the CUDA resource report (scripts/cuda-resources.sh: fails on
+# spills or static smem > 48 KiB); with CI=true or NINFER_VOLTA=1 (NINFER_VOLTA=0 turns it off), the sm_70 compile
+# check with the CUDA 12 toolchain (scripts/ci-volta.sh). docs/gpu.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -23,3 +26,19 @@ echo "== build (-j$jobs)"
 cmake --build --preset "$NINFER_PRESET" -j "$jobs"
 echo "== test"
 ctest --preset "$NINFER_PRESET" -j "$jobs" --timeout 600
+if [ "$NINFER_PRESET" = linux-cuda ]; then
+  echo "== CUDA resource report (build-cuda)"
+  scripts/cuda-resources.sh build-cuda
+fi
+volta="${NINFER_VOLTA:-}"
+if [ -z "$volta" ] && [ "${CI:-}" = true ]; then volta=1; fi
+if [ "$volta" = 1 ]; then
+  if [ -x /usr/local/cuda/bin/fatbinary ]; then
+    echo "== sm_70 compile check (scripts/ci-volta.sh)"
+    NINFER_JOBS="$jobs" scripts/ci-volta.sh
+  elif [ -n "${NINFER_VOLTA:-}" ]; then
+    echo "NINFER_VOLTA=1 needs the CUDA 13 toolkit at /usr/local/cuda (its fatbinary and NCCL)" >&2; exit 1
+  else
+    echo "== sm_70 compile check skipped: no CUDA toolkit at /usr/local/cuda"
+  fi
+fi
