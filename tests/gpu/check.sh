@@ -59,7 +59,7 @@ bin="$payload/bin"
 src="$NINFER_BUNDLE_SOURCE_ROOT"
 if [ -n "${NINFER_GPU_DATA_ROOT:-}" ]; then data_root="$NINFER_GPU_DATA_ROOT"
 elif [ -d "$bundle/data/tests/data" ]; then data_root="$bundle/data"
-else data_root="$(cd "$bundle/.." && pwd)"; fi
+else data_root="$(cd "$bundle/.." 2>/dev/null && pwd || echo "$bundle/..")"; fi
 has_data() { [ -d "$1/tests/data/reference" ] && [ -f "$1/models/ninfer-tiny.ninfer" ]; }
 if [ -z "$src" ]; then
   :
