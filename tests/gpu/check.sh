@@ -190,6 +190,11 @@ fi
 run_step e2e-sm70-jit gtest 120 1 -- "$bin/ninfer_tests_cuda_sm70" "--gtest_filter=*CudaE2E*"
 
 # ---- summary --------------------------------------------------------------------------------------------------------
+# The probe test passes with or without a device; the tests' skip reasons say why the runtime saw none.
+if [ "$gpu" = 1 ]; then
+  why="$(cat "$results"/*.log 2>/dev/null | grep -m1 -iE 'no (usable )?CUDA device|InsufficientDriver|cudaErrorNoDevice' || true)"
+  [ -z "$why" ] || note "PROBLEM: nvidia-smi lists a GPU but the CUDA runtime saw none: $why"
+fi
 total=$((SECONDS - t0))
 np=0; nf=0; ns=0; nq=0
 for r in "${steps[@]}"; do
