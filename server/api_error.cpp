@@ -11,6 +11,10 @@ nlohmann::ordered_json ApiError::to_json() const {
   return {{"error", std::move(e)}};
 }
 
+std::string ApiError::body() const {
+  return to_json().dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 ApiError bad_request(std::string message, std::optional<std::string> param,
                      std::optional<std::string> code) {
   return {400, "invalid_request_error", std::move(message), std::move(param), std::move(code)};
@@ -58,6 +62,11 @@ ApiError service_unavailable(std::string message, std::string code) {
 
 ApiError internal_error(std::string message) {
   return {500, "server_error", std::move(message), std::nullopt, "internal_error"};
+}
+
+ApiError http_error(int status, std::string code, std::string message) {
+  return {status, status == 503 ? "service_unavailable_error" : "invalid_request_error", std::move(message),
+          std::nullopt, std::move(code)};
 }
 
 }  // namespace ninfer::server

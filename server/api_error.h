@@ -17,7 +17,9 @@ struct ApiError {
   std::optional<std::string> code;  // invalid_type | context_length_exceeded | …
 
   nlohmann::ordered_json to_json() const;  // {"error":{message, type, param, code}}, nulls when missing
-  std::string body() const { return to_json().dump(); }
+  // The JSON text of to_json(). Never throws on the user's text: invalid UTF-8 (a path, a model name, a parser
+  // message quoting the body) becomes U+FFFD.
+  std::string body() const;
 };
 
 // Thrown by request parsing; carries the ApiError to answer with.
@@ -43,5 +45,8 @@ ApiError body_too_large(size_t limit_bytes);                                    
 ApiError queue_full(std::string message);                                          // 429
 ApiError service_unavailable(std::string message, std::string code);               // 503
 ApiError internal_error(std::string message);                                      // 500
+// An HTTP-level refusal (malformed request, timeout, framing): invalid_request_error with `code`, or
+// service_unavailable_error for 503.
+ApiError http_error(int status, std::string code, std::string message);
 
 }  // namespace ninfer::server

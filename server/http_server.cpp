@@ -17,6 +17,7 @@
 #include "engine/core/error.h"
 #include "server/api_error.h"
 #include "server/connection_probe.h"
+#include "server/http_connection.h"
 #include "server/jsonl_log.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -98,14 +99,71 @@ struct Prepared {
   std::string user;
 };
 
-// httplib 0.11 listens with a backlog of 5: a burst of clients overflows it. Listening again on the
-// bound socket raises the backlog (POSIX allows it; Winsock keeps the first value).
-class ListeningServer : public httplib::Server {
- public:
-  void raise_backlog() {
-    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, 1024);
+// The answer to a request the HTTP library failed itself (res.status set, no body), from what the connection's
+// stream saw. Every one of them but 404 ends the connection: the rest of its bytes cannot be trusted.
+ApiError library_error(const Req& req, const Res& res, const HttpServerConfig& config) {
+  const ConnectionState* st = current_connection();
+  const int status = res.status;
+  if (status == 404) return route_not_found(req.method, req.path);
+  if (status == 413 || (st && st->body_too_large)) return body_too_large(config.max_body_bytes);
+  if (status == 408 || (st && st->timed_out))
+    return http_error(408, "request_timeout",
+                      st && st->in_body
+                          ? fmt::format("The request body did not arrive in time (no progress for {} ms, or not all "
+                                        "of it within {} ms).", config.connections.read_timeout.count(), config.connections.body_timeout.count())
+                          : fmt::format("The request headers did not arrive within {} ms.", config.connections.read_timeout.count()));
+  if (status == 431 || (st && !st->in_body && (st->head_too_large || st->longest_line > 8192)))
+    return http_error(431, "request_header_too_large",
+                      fmt::format("The request headers are too large (at most {} bytes in all, 8192 per line).",
+                                  config.connections.max_header_bytes));
+  if (status == 414) return http_error(414, "uri_too_long", "The request URI is longer than 8192 bytes.");
+  if (status == 415)
+    return http_error(415, "unsupported_content_encoding",
+                      "The Content-Encoding is not supported: send gzip, deflate, br or none.");
+  if (status == 416) return http_error(416, "invalid_range", "The Range header is not valid.");
+  if (status == 400 && st && st->in_body)
+    return http_error(400, "invalid_body",
+                      "The request body could not be read: malformed chunked encoding, invalid compressed data, or "
+                      "the connection ended before the whole body arrived.");
+  if (status == 400)
+    return http_error(400, "malformed_request",
+                      "Malformed HTTP request: the request line (method, target, HTTP/1.0 or HTTP/1.1) or a header "
+                      "line could not be parsed.");
+  if (status >= 500) return internal_error(fmt::format("HTTP error {}.", status));
+  return http_error(status, "http_error", fmt::format("HTTP error {}.", status));
+}
+
+// Checks the body framing before httplib reads a body (pre-routing): one Content-Length of digits within the
+// limit, or Transfer-Encoding: chunked alone; a POST needs one of them. nullopt when the request may go on.
+std::optional<ApiError> framing_error(const Req& req, const HttpServerConfig& config) {
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  if (req.has_header("Content-Encoding")) {
+    const std::string ce = req.get_header_value("Content-Encoding");
+    if (ce != "gzip" && ce != "deflate" && ce != "br" && ce != "identity")
+      return http_error(415, "unsupported_content_encoding",
+                        "The Content-Encoding is not supported: send gzip, deflate, br or none.");
   }
-};
+  const size_t encodings = req.get_header_value_count("Transfer-Encoding");
+  if (encodings > 0) {
+    const std::string te = req.get_header_value("Transfer-Encoding");
+    if (encodings > 1 || lengths > 0 || (te != "chunked" && te != "Chunked" && te != "CHUNKED"))
+      return http_error(encodings > 1 || lengths > 0 ? 400 : 501, "unsupported_transfer_encoding",
+                        "Send the body with one Content-Length, or with 'Transfer-Encoding: chunked' alone.");
+    return std::nullopt;
+  }
+  if (lengths == 0) {
+    if (req.method == "POST")
+      return http_error(411, "length_required", "A POST needs a Content-Length or 'Transfer-Encoding: chunked'.");
+    return std::nullopt;
+  }
+  const std::string cl = req.get_header_value("Content-Length");
+  bool digits = !cl.empty() && cl.size() <= 19;
+  for (char c : cl) digits = digits && c >= '0' && c <= '9';
+  for (size_t i = 1; digits && i < lengths; ++i) digits = req.get_header_value("Content-Length", i) == cl;
+  if (!digits) return http_error(400, "malformed_request", "The Content-Length header is not one decimal number.");
+  if (std::stoull(cl) > config.max_body_bytes) return body_too_large(config.max_body_bytes);
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -132,7 +190,11 @@ struct HttpServer::Impl {
   HttpServerConfig config;
   EnginePort& engine;
   std::shared_ptr<Recorder> recorder = std::make_shared<Recorder>();
-  ListeningServer svr;
+  ConnectionServer svr{config.connections, config.max_body_bytes,
+                       [](int status, const char* code, const char* message) {
+                         return http_error(status, code, message).body();
+                       },
+                       [m = recorder->metrics](int status) { m->record_http_status(status); }};
   std::thread listener;
   int port = -1;
   std::atomic<bool> stopping{false};
@@ -203,17 +265,34 @@ struct HttpServer::Impl {
     return engine.model_info();
   }
 
-  static json parse_body(const Req& req) {
-    if (req.body.empty()) throw ApiException(invalid_json("the body is empty."));
+  // Reads the body through httplib's content reader (decoded: de-chunked and decompressed), at most
+  // max_body_bytes of it. A body that cannot be read ends the connection after the answer.
+  std::string read_body(const Req& req, Res& res, const httplib::ContentReader& reader) const {
+    std::string body;
+    bool too_large = false;
+    const bool ok = reader([&](const char* data, size_t n) {
+      if (body.size() + n > config.max_body_bytes) return !(too_large = true);
+      body.append(data, n);
+      return true;
+    });
+    if (ok) return body;
+    close_after_response(res);
+    const ConnectionState* st = current_connection();
+    if (too_large || res.status == 413 || (st && st->body_too_large)) throw ApiException(body_too_large(config.max_body_bytes));
+    throw ApiException(library_error(req, res, config));  // the status httplib's reader set: 400, 415 or 500
+  }
+
+  static json parse_body(const std::string& body) {
+    if (body.empty()) throw ApiException(invalid_json("the body is empty."));
     try {
-      return json::parse(req.body);
-    } catch (const json::parse_error& e) {
+      return json::parse(body);
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
       throw ApiException(invalid_json(e.what()));
     }
   }
 
   void install_routes();
-  void handle_generation(const Req& req, Res& res, bool chat);
+  void handle_generation(const Req& req, Res& res, const std::string& raw_body, bool chat);
   void serve_non_stream(const Req& req, Res& res, const Prepared& p, const ResponseHead& head,
                         const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<Ticket>& ticket);
   void serve_stream(Res& res, const Prepared& p, const ResponseHead& head,
@@ -232,7 +311,18 @@ httplib::Server::Handler guarded(Fn fn) {
     } catch (const std::exception& e) {
       spdlog::error("{} {}: {}", req.method, req.path, e.what());
       send_error(res, internal_error(fmt::format("Internal server error: {}", e.what())));
+    } catch (...) {
+      spdlog::error("{} {}: unknown exception", req.method, req.path);
+      send_error(res, internal_error("Internal server error: unknown exception."));
     }
+  };
+}
+
+// The same for the POST routes, which read their body themselves.
+template <typename Fn>
+httplib::Server::HandlerWithContentReader guarded_reader(Fn fn) {
+  return [fn](const Req& req, Res& res, const httplib::ContentReader& reader) {
+    guarded([&](const Req& r, Res& s) { fn(r, s, reader); })(req, res);
   };
 }
 
@@ -272,19 +362,44 @@ void HttpServer::Impl::install_routes() {
     send_json(res, model_json(id, info.created));
   }));
 
-  svr.Post("/v1/chat/completions", guarded([this](const Req& req, Res& res) { handle_generation(req, res, true); }));
-  svr.Post("/v1/completions", guarded([this](const Req& req, Res& res) { handle_generation(req, res, false); }));
+  for (const auto& [path, chat] : {std::pair{"/v1/chat/completions", true}, std::pair{"/v1/completions", false}})
+    svr.Post(path, guarded_reader([this, chat](const Req& req, Res& res, const httplib::ContentReader& reader) {
+      check_auth(req);
+      handle_generation(req, res, read_body(req, res, reader), chat);
+    }));
 
+  // Before httplib reads a body: refuse bodies it would read unbounded or wrongly, at once.
+  svr.set_pre_routing_handler([this](const Req& req, Res& res) {
+    try {
+      std::optional<ApiError> e = framing_error(req, config);
+      if (!e) return httplib::Server::HandlerResponse::Unhandled;
+      close_after_response(res);
+      send_error(res, *e);
+    } catch (const std::exception& ex) {
+      close_after_response(res);
+      send_error(res, internal_error(fmt::format("Internal server error: {}", ex.what())));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  // A response that closes the connection does not also announce keep-alive.
+  svr.set_post_routing_handler([](const Req&, Res& res) {
+    if (res.get_header_value("Connection") == "close") res.headers.erase("Keep-Alive");
+  });
+
+  // Runs outside httplib's try/catch: nothing may escape it.
   svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const Req& req, Res& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e;
-    if (res.status == 404) e = route_not_found(req.method, req.path);
-    else if (res.status == 413) e = body_too_large(config.max_body_bytes);
-    else if (res.status == 400) e = bad_request("Malformed HTTP request.");
-    else if (res.status >= 500) e = internal_error(fmt::format("HTTP error {}.", res.status));
-    else e = {res.status, "invalid_request_error", fmt::format("HTTP error {}.", res.status), std::nullopt, std::nullopt};
-    e.status = res.status;
-    send_error(res, e);
+    try {
+      ApiError e = library_error(req, res, config);
+      if (e.status != 404) close_after_response(res);
+      send_error(res, e);
+    } catch (...) {
+      close_after_response(res);
+      res.status = 500;
+      res.set_content(R"({"error":{"message":"Internal server error.","type":"server_error","param":null,"code":"internal_error"}})",
+                      kJson);
+    }
     return httplib::Server::HandlerResponse::Handled;
   }));
 
@@ -307,9 +422,8 @@ void HttpServer::Impl::install_routes() {
   });
 }
 
-void HttpServer::Impl::handle_generation(const Req& req, Res& res, bool chat) {
-  check_auth(req);
-  json body = parse_body(req);
+void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::string& raw_body, bool chat) {
+  json body = parse_body(raw_body);
   ModelInfo info = require_ready();
   const std::string served = served_name(info);
   const RequestPolicy policy{config.force_greedy, config.reasoning_budget};
@@ -509,15 +623,15 @@ HttpServerConfig http_config_from(const ServeOptions& o) {
   c.force_greedy = o.greedy;
   c.reasoning_budget = o.reasoning_budget;
   c.log_jsonl_path = o.log_jsonl;
+  c.connections.max_connections = o.max_connections;
+  c.connections.keep_alive_timeout = std::chrono::seconds(o.keep_alive_timeout_s);
+  c.connections.read_timeout = std::chrono::seconds(o.read_timeout_s);
   return c;
 }
 
 HttpServer::HttpServer(HttpServerConfig config, EnginePort& engine)
     : impl_(std::make_unique<Impl>(std::move(config), engine)) {
   Impl& im = *impl_;
-  const int threads = im.config.http_threads > 0 ? im.config.http_threads : im.config.max_in_flight + 16;
-  im.svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  im.svr.set_payload_max_length(im.config.max_body_bytes);
   // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
   // silently share its traffic. Keep only quick rebinding after a restart.
   im.svr.set_socket_options([](socket_t sock) {
@@ -528,7 +642,6 @@ HttpServer::HttpServer(HttpServerConfig config, EnginePort& engine)
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
 #endif
   });
-  im.svr.set_keep_alive_timeout(5);
   im.install_routes();
 }
 
@@ -570,7 +683,7 @@ void HttpServer::stop() {
     std::unique_lock<std::mutex> lock(im.inflight_mu);
     im.inflight_cv.wait_until(lock, deadline + std::chrono::milliseconds(500), [&] { return im.inflight.empty(); });
   }
-  im.svr.stop();
+  im.svr.shutdown();
   if (im.listener.joinable()) im.listener.join();
   im.started = false;
   if (im.recorder->jsonl) im.recorder->jsonl->flush();

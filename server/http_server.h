@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/engine_port.h"
+#include "server/http_connection.h"
 #include "server/metrics.h"
 
 namespace ninfer::server {
@@ -22,7 +23,7 @@ struct HttpServerConfig {
   std::string served_model_name;            // empty: ModelInfo::name
   size_t max_body_bytes = size_t{64} << 20; // larger bodies get 413
   int max_in_flight = 256;                  // generation requests served at once; more get 429
-  int http_threads = 0;                     // 0: max_in_flight + 16
+  ConnectionLimits connections;             // connection limit and timeouts (docs/security.md)
   std::chrono::milliseconds sse_ping_interval{5000};  // SSE comment after this long without output
   std::chrono::milliseconds stop_grace{3000};         // stop(): wait this long for cancelled requests
   bool force_greedy = false;                // --greedy
@@ -30,8 +31,8 @@ struct HttpServerConfig {
   std::string log_jsonl_path;               // empty: no JSONL log
 };
 
-// The server config the flags imply (host, port, keys, served name, greedy, budget, JSONL path;
-// max_in_flight = max(64, 8 × --max-concurrency)).
+// The server config the flags imply (host, port, keys, served name, greedy, budget, JSONL path, connection
+// limits and timeouts; max_in_flight = max(64, 8 × --max-concurrency)).
 HttpServerConfig http_config_from(const ServeOptions& options);
 
 class HttpServer {

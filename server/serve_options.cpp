@@ -165,6 +165,19 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  app.add_option("--max-connections", o.max_connections,
+                 "Open HTTP connections served at once (one worker thread each); more are answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--keep-alive-timeout", o.keep_alive_timeout_s,
+                 "Seconds an idle keep-alive connection is kept open")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--read-timeout", o.read_timeout_s,
+                 "Seconds within which a request's line and headers must arrive, and the longest stall of its body "
+                 "(408 after it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
 
   try {
     app.parse(argc, argv);
@@ -266,7 +279,8 @@ std::string describe(const ServeOptions& o) {
   if (!o.api_keys.empty()) s += fmt::format(" --api-key <{} key(s)>", o.api_keys.size());
   if (!o.served_model_name.empty()) s += fmt::format(" --served-model-name {}", o.served_model_name);
   if (o.reasoning_budget) s += fmt::format(" --reasoning-budget {}", *o.reasoning_budget);
-  s += fmt::format(" --threads {}", o.threads);
+  s += fmt::format(" --threads {} --max-connections {} --keep-alive-timeout {} --read-timeout {}", o.threads,
+                   o.max_connections, o.keep_alive_timeout_s, o.read_timeout_s);
   return s;
 }
 

@@ -41,6 +41,9 @@ struct ServeOptions {
   std::string served_model_name;           // --served-model-name: unset = the artifact's name
   std::optional<int64_t> reasoning_budget; // --reasoning-budget N: unset (-1) = unlimited
   int threads = 0;                         // --threads: CPU threads, 0 = all cores
+  int max_connections = 512;               // --max-connections: open HTTP connections; more get 503
+  int keep_alive_timeout_s = 5;            // --keep-alive-timeout: idle connections closed after it
+  int read_timeout_s = 10;                 // --read-timeout: request headers within it; no body stall longer
 };
 
 // A flag (or flag value) whose feature this build does not have yet. `in_use` says whether the

@@ -1,4 +1,7 @@
 // HTTP integration tests of every error: status, OpenAI error object, and the server serving on after it.
+#include <fmt/format.h>
+
+#include "tests/server/raw_http.h"
 #include "tests/server/server_fixture.h"
 
 namespace ninfer::server::testing {
@@ -187,6 +190,153 @@ TEST_F(ServerTest, ErrorsInStreamingRequestsBeforeTheStreamAreJson) {
   start();
   JsonResponse r = post("/v1/chat/completions", chat_body("x", {{"stream", true}, {"top_p", 5}}));
   expect_error(r, 400, "invalid_request_error", "invalid_value", "top_p");
+  expect_still_serving();
+}
+
+
+// The OpenAI error object on a raw response, with a string code.
+void expect_raw_error(const RawResponse& r, int status, const std::string& code) {
+  EXPECT_EQ(r.status, status) << r.head << r.body;
+  EXPECT_EQ(r.code(), code) << r.head << r.body;
+  EXPECT_EQ(r.header("Content-Type"), "application/json") << r.head;
+  ASSERT_TRUE(r.json.is_object()) << r.body;
+  EXPECT_TRUE(r.json["error"]["message"].is_string()) << r.body;
+  EXPECT_TRUE(r.json["error"]["type"].is_string()) << r.body;
+}
+
+std::string chat_json(const std::string& content) {
+  return R"({"messages":[{"role":"user","content":")" + content + R"("}]})";
+}
+
+// Issue 16 #1: a path with an invalid UTF-8 byte aborted the process (the not-found message's JSON dump threw).
+TEST_F(ServerTest, InvalidUtf8InThePathIsNotFound) {
+  start();
+  expect_raw_error(raw_exchange(port_, "GET /%FF HTTP/1.1\r\nHost: x\r\n\r\n"), 404, "not_found");
+  expect_raw_error(raw_exchange(port_, "GET /\xff\xfe/x HTTP/1.1\r\nHost: x\r\n\r\n"), 404, "not_found");
+  expect_raw_error(raw_exchange(port_, "POST /%C0%AF HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"), 404,
+                   "not_found");
+  // GET /v1/models/<invalid UTF-8> was a 500
+  RawResponse m = raw_exchange(port_, "GET /v1/models/%FF HTTP/1.1\r\nHost: x\r\n\r\n");
+  expect_raw_error(m, 404, "model_not_found");
+  EXPECT_EQ(m.json["error"]["param"], "model");
+  expect_still_serving();
+}
+
+TEST_F(ServerTest, InvalidUtf8InThePathIsNotFoundWithAnApiKey) {
+  HttpServerConfig sc;
+  sc.api_keys = {"k1"};
+  start({}, sc);
+  auth_ = {{"Authorization", "Bearer k1"}};
+  expect_raw_error(raw_exchange(port_, "GET /%FF HTTP/1.1\r\nHost: x\r\n\r\n"), 404, "not_found");
+  expect_raw_error(raw_exchange(port_, "GET /v1/models/%FF HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\n\r\n"),
+                   404, "model_not_found");
+  expect_still_serving();
+}
+
+// Issue 16 #2 and #3: invalid UTF-8 in the body's strings and numbers beyond a double were 500s.
+TEST_F(ServerTest, InvalidUtf8AndHugeNumbersInTheBodyAreInvalidJson) {
+  start();
+  const std::vector<std::string> bodies = {
+      chat_json("ab\xff" "cd"),                                      // a stray byte
+      chat_json("\xc0\xaf"),                                         // overlong '/'
+      chat_json("\xed\xa0\x80\xed\xb0\x80"),                         // CESU-8 surrogates
+      chat_json("\xe2\x82"),                                         // truncated sequence
+      R"({"mess)" "\xff" R"(ages":[{"role":"user","content":"x"}]})",  // in a key
+      R"({"model":")" "\xff" R"(","messages":[{"role":"user","content":"x"}]})",  // in model
+      R"({"temperature":1e400,"messages":[{"role":"user","content":"x"}]})",
+      R"({"unknown_field":-1e400,"messages":[{"role":"user","content":"x"}]})",
+      R"({"max_tokens":1e999999,"messages":[{"role":"user","content":"x"}]})",
+  };
+  for (const std::string& b : bodies) {
+    SCOPED_TRACE(b);
+    expect_raw_error(raw_exchange(port_, raw_post("/v1/chat/completions", b)), 400, "invalid_json");
+  }
+  expect_raw_error(raw_exchange(port_, raw_post("/v1/completions", R"({"prompt":"\xff","seed":1e400})")), 400,
+                   "invalid_json");
+  expect_still_serving();
+}
+
+// Issue 16 #4: the body limit applies to the decoded body, whatever its framing or encoding.
+TEST_F(ServerTest, BodyLimitAppliesToChunkedAndCompressedBodies) {
+  HttpServerConfig sc;
+  sc.max_body_bytes = 4096;
+  start({}, sc);
+  const std::string big = chat_json(std::string(8000, 'a'));
+  std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (size_t off = 0; off < big.size(); off += 1000) {
+    const std::string piece = big.substr(off, 1000);
+    chunked += fmt::format("{:x}\r\n{}\r\n", piece.size(), piece);
+  }
+  chunked += "0\r\n\r\n";
+  RawResponse r = raw_exchange(port_, chunked);
+  expect_raw_error(r, 413, "request_too_large");
+  EXPECT_EQ(r.header("Connection"), "close");
+  // a chunked body under the limit is fine
+  const std::string small = chat_json("hello there");
+  EXPECT_EQ(raw_exchange(port_, fmt::format("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                            "chunked\r\n\r\n{:x}\r\n{}\r\n0\r\n\r\n", small.size(), small)).status,
+            200);
+  // gzip: a small compressed body that inflates past the limit
+  auto c = client();
+  c.set_compress(true);
+  auto res = c.Post("/v1/chat/completions", big, "application/json");
+  ASSERT_TRUE(res);
+  JsonResponse g = to_json_response(res);
+  expect_error(g, 413, "invalid_request_error", "request_too_large");
+  // a declared Content-Length over the limit is refused before the body is read
+  RawResponse declared = raw_exchange(port_, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                                             "99999999999\r\n\r\n{");
+  expect_raw_error(declared, 413, "request_too_large");
+  expect_still_serving();
+}
+
+// Issue 16 #8: errors the HTTP library produces carry a string code, and come at once.
+TEST_F(ServerTest, LibraryErrorsAreOpenAiErrorsAtOnce) {
+  start();
+  struct Case {
+    std::string name, bytes;
+    int status;
+    std::string code;
+    bool half_close = false;
+  };
+  const std::string post_head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n";
+  const std::vector<Case> cases = {
+      {"bad chunk size", post_head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400, "invalid_body"},
+      {"100 kB header", "GET /health HTTP/1.1\r\nX-Big: " + std::string(100000, 'a') + "\r\n\r\n", 431,
+       "request_header_too_large"},
+      {"10 kB header line", "GET /health HTTP/1.1\r\nX-Big: " + std::string(10000, 'a') + "\r\n\r\n", 431,
+       "request_header_too_large"},
+      {"100 kB request line", "GET /" + std::string(100000, 'a') + " HTTP/1.1\r\n\r\n", 431,
+       "request_header_too_large"},
+      {"unknown method", "BREW /health HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed_request"},
+      {"garbage request line", "\x01\x02garbage\r\n\r\n", 400, "malformed_request"},
+      {"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400, "malformed_request"},
+      {"invalid gzip", post_head + "Content-Encoding: gzip\r\nContent-Length: 7\r\n\r\nnotgzip", 400, "invalid_body"},
+      {"unknown encoding", post_head + "Content-Encoding: compress\r\nContent-Length: 2\r\n\r\n{}", 415,
+       "unsupported_content_encoding"},
+      {"truncated body", post_head + "Content-Length: 100\r\n\r\n{\"messages\":", 400, "invalid_body", true},
+      {"no length", post_head + "\r\n{}", 411, "length_required"},
+      {"length and chunked", post_head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400,
+       "unsupported_transfer_encoding"},
+      {"other transfer coding", post_head + "Transfer-Encoding: gzip\r\n\r\n", 501, "unsupported_transfer_encoding"},
+      {"bad Content-Length", post_head + "Content-Length: -1\r\n\r\n", 400, "malformed_request"},
+      {"two Content-Lengths", post_head + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400,
+       "malformed_request"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RawConnection conn(port_);
+    ASSERT_TRUE(conn.connected());
+    const auto t0 = std::chrono::steady_clock::now();
+    conn.send(c.bytes);
+    if (c.half_close) conn.shutdown_write();
+    RawResponse r = conn.read_response(std::chrono::seconds(3));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    expect_raw_error(r, c.status, c.code);
+    EXPECT_LT(s, 1.0) << "answered after " << s << " s";
+    EXPECT_EQ(r.header("Connection"), "close") << r.head;
+    EXPECT_TRUE(conn.closed_within(std::chrono::seconds(2)));
+  }
   expect_still_serving();
 }
 
