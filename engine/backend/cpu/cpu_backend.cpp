@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/backend/checks/elementwise_checks.h"
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -215,26 +216,14 @@ void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool 
 }
 
 void CpuBackend::embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) {
-  check_f32("embedding", "y", y);
-  check_weight("embedding", "table", table);
-  if (table.ndim != 2) fail(ErrorKind::kInvalidArgument, "embedding: table must be [V, H], got {}", table.describe());
-  check_dims("embedding", "y", y, {static_cast<int64_t>(ids.size()), table.dim(1)});
-  const int64_t V = table.dim(0), H = table.dim(1);
-  for (size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0 || ids[t] >= V)
-      fail(ErrorKind::kInvalidArgument, "embedding: token id {} at row {} outside [0, {})", ids[t], t, V);
-    k_->to_f32(table.at(ids[t]), table.dtype, row_f32(y, static_cast<int64_t>(t)), H);
-  }
+  check_embedding(y, table, ids, Device::kCpu);
+  const int64_t H = table.dim(1);
+  for (size_t t = 0; t < ids.size(); ++t) k_->to_f32(table.at(ids[t]), table.dtype, row_f32(y, static_cast<int64_t>(t)), H);
 }
 
 void CpuBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) {
-  check_f32("gather_rows", "y", y);
-  check_f32("gather_rows", "x", x);
-  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "gather_rows: x must be [T, N], got {}", x.describe());
-  check_dims("gather_rows", "y", y, {static_cast<int64_t>(rows.size()), x.dim(1)});
+  check_gather_rows(y, x, rows, Device::kCpu);
   for (size_t r = 0; r < rows.size(); ++r) {
-    if (rows[r] < 0 || rows[r] >= x.dim(0))
-      fail(ErrorKind::kInvalidArgument, "gather_rows: row {} outside [0, {})", rows[r], x.dim(0));
     std::memmove(row_f32(y, static_cast<int64_t>(r)), row_f32(x, rows[r]), static_cast<size_t>(x.dim(1)) * sizeof(float));
   }
 }

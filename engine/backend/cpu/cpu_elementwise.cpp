@@ -1,6 +1,7 @@
 // Row-wise and elementwise ops of the CPU backend: norms, activations, gating, residual add, RoPE.
 #include <cmath>
 
+#include "engine/backend/checks/elementwise_checks.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 
@@ -50,11 +51,8 @@ void check_vector(const char* op, const char* arg, const Tensor& w, int64_t n) {
 }  // namespace
 
 void CpuBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) {
-  check_f32("rms_norm", "x", x);
-  check_f32("rms_norm", "y", y);
-  check_same_shape("rms_norm", "y", y, x);
+  check_rms_norm(y, x, w, Device::kCpu);
   const int64_t N = x.row_size();
-  check_vector("rms_norm", "w", w, N);
   std::vector<float> buf;
   const float* wf = weight_f32(*k_, w, buf);
   for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
@@ -68,13 +66,8 @@ void CpuBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, flo
 }
 
 void CpuBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) {
-  check_f32("gated_rms_norm", "x", x);
-  check_f32("gated_rms_norm", "z", z);
-  check_f32("gated_rms_norm", "y", y);
-  check_same_shape("gated_rms_norm", "y", y, x);
-  check_same_shape("gated_rms_norm", "z", z, x);
+  check_gated_rms_norm(y, x, z, w, Device::kCpu);
   const int64_t N = x.row_size();
-  check_vector("gated_rms_norm", "w", w, N);
   std::vector<float> buf;
   const float* wf = weight_f32(*k_, w, buf);
   for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
@@ -89,9 +82,7 @@ void CpuBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& 
 }
 
 void CpuBackend::l2_norm(const Tensor& y, const Tensor& x, float eps, float scale) {
-  check_f32("l2_norm", "x", x);
-  check_f32("l2_norm", "y", y);
-  check_same_shape("l2_norm", "y", y, x);
+  check_l2_norm(y, x, Device::kCpu);
   const int64_t N = x.row_size();
   for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -107,11 +98,7 @@ namespace {
 
 template <typename Op>
 void binary(CpuBackend& be, const char* op, const Tensor& y, const Tensor& a, const Tensor& b, Op f) {
-  check_f32(op, "a", a);
-  check_f32(op, "b", b);
-  check_f32(op, "y", y);
-  check_same_shape(op, "b", b, a);
-  check_same_shape(op, "y", y, a);
+  check_binary(op, y, a, b, Device::kCpu);
   const int64_t N = a.row_size();
   for_rows(be.pool(), a.rows(), N, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -165,13 +152,8 @@ void CpuBackend::gdn_gating(const Tensor& g, const Tensor& beta, const Tensor& a
 }
 
 void CpuBackend::rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, double theta) {
-  check_f32("rope", "x", x);
-  if (x.ndim != 3) fail(ErrorKind::kInvalidArgument, "rope: x must be [T, heads, head_dim], got {}", x.describe());
+  check_rope(x, positions, rotary_dim, Device::kCpu);
   const int64_t T = x.dim(0), H = x.dim(1), D = x.dim(2);
-  if (static_cast<int64_t>(positions.size()) != T)
-    fail(ErrorKind::kInvalidArgument, "rope: {} positions for {} tokens", positions.size(), T);
-  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > D)
-    fail(ErrorKind::kInvalidArgument, "rope: rotary_dim {} must be even and in (0, head_dim={}]", rotary_dim, D);
   const int64_t half = rotary_dim / 2;
   // As transformers (and so the checkpoints' training) computes it: inv_freq rounded to f32, the angle
   // position · inv_freq rounded to f32, then cos/sin of that angle.

@@ -1,0 +1,69 @@
+#include "engine/backend/checks/elementwise_checks.h"
+
+#include "engine/backend/op_checks.h"
+#include "engine/core/error.h"
+
+namespace ninfer {
+
+void check_rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, Device device) {
+  check_f32_on("rms_norm", "x", x, device);
+  check_f32_on("rms_norm", "y", y, device);
+  check_same_shape("rms_norm", "y", y, x);
+  check_vector_on("rms_norm", "w", w, x.row_size(), device);
+}
+
+void check_gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, Device device) {
+  check_f32_on("gated_rms_norm", "x", x, device);
+  check_f32_on("gated_rms_norm", "z", z, device);
+  check_f32_on("gated_rms_norm", "y", y, device);
+  check_same_shape("gated_rms_norm", "y", y, x);
+  check_same_shape("gated_rms_norm", "z", z, x);
+  check_vector_on("gated_rms_norm", "w", w, x.row_size(), device);
+}
+
+void check_l2_norm(const Tensor& y, const Tensor& x, Device device) {
+  check_f32_on("l2_norm", "x", x, device);
+  check_f32_on("l2_norm", "y", y, device);
+  check_same_shape("l2_norm", "y", y, x);
+}
+
+void check_binary(const char* op, const Tensor& y, const Tensor& a, const Tensor& b, Device device) {
+  check_f32_on(op, "a", a, device);
+  check_f32_on(op, "b", b, device);
+  check_f32_on(op, "y", y, device);
+  check_same_shape(op, "b", b, a);
+  check_same_shape(op, "y", y, a);
+}
+
+void check_rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, Device device) {
+  check_f32_on("rope", "x", x, device);
+  if (x.ndim != 3) fail(ErrorKind::kInvalidArgument, "rope: x must be [T, heads, head_dim], got {}", x.describe());
+  const int64_t T = x.dim(0), D = x.dim(2);
+  if (static_cast<int64_t>(positions.size()) != T)
+    fail(ErrorKind::kInvalidArgument, "rope: {} positions for {} tokens", positions.size(), T);
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > D)
+    fail(ErrorKind::kInvalidArgument, "rope: rotary_dim {} must be even and in (0, head_dim={}]", rotary_dim, D);
+}
+
+void check_embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids, Device device) {
+  check_f32_on("embedding", "y", y, device);
+  check_weight_on("embedding", "table", table, device);
+  if (table.ndim != 2) fail(ErrorKind::kInvalidArgument, "embedding: table must be [V, H], got {}", table.describe());
+  check_dims("embedding", "y", y, {static_cast<int64_t>(ids.size()), table.dim(1)});
+  const int64_t V = table.dim(0);
+  for (size_t t = 0; t < ids.size(); ++t)
+    if (ids[t] < 0 || ids[t] >= V)
+      fail(ErrorKind::kInvalidArgument, "embedding: token id {} at row {} outside [0, {})", ids[t], t, V);
+}
+
+void check_gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows, Device device) {
+  check_f32_on("gather_rows", "y", y, device);
+  check_f32_on("gather_rows", "x", x, device);
+  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "gather_rows: x must be [T, N], got {}", x.describe());
+  check_dims("gather_rows", "y", y, {static_cast<int64_t>(rows.size()), x.dim(1)});
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (rows[r] < 0 || rows[r] >= x.dim(0))
+      fail(ErrorKind::kInvalidArgument, "gather_rows: row {} outside [0, {})", rows[r], x.dim(0));
+}
+
+}  // namespace ninfer

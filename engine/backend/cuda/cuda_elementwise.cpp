@@ -1,0 +1,130 @@
+// The CUDA backend's row-wise and elementwise ops, embedding and row gather (kernels/elementwise/).
+#include <bit>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "engine/backend/checks/elementwise_checks.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/core/error.h"
+#include "kernels/elementwise/elementwise.h"
+
+namespace ninfer::cuda {
+
+namespace {
+
+// RoPE's inv_freq_i = f32(1 / theta^(2i / rotary_dim)), computed on the host exactly as the CPU op does, as int32 bit
+// patterns for upload(). One table per (rotary_dim, theta), kept for the process: its address stays the same, so the
+// staging uploads it once per step however many layers ask.
+std::span<const int32_t> rope_inv_freq(int64_t rotary_dim, double theta) {
+  static std::mutex mu;
+  static std::map<std::pair<int64_t, double>, std::vector<int32_t>> tables;
+  std::lock_guard lock(mu);
+  auto [it, inserted] = tables.try_emplace({rotary_dim, theta});
+  if (inserted) {
+    const int64_t half = rotary_dim / 2;
+    it->second.resize(static_cast<size_t>(half));
+    for (int64_t i = 0; i < half; ++i)
+      it->second[static_cast<size_t>(i)] = std::bit_cast<int32_t>(
+          static_cast<float>(1.0 / std::pow(theta, double(2 * i) / double(rotary_dim))));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+void CudaBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) {
+  check_rms_norm(y, x, w, Device::kCuda);
+  kern::NormArgs a;
+  a.y = rows_of(y);
+  a.x = rows_of(x);
+  a.w = w.data;
+  a.w_type = ktype(w.dtype);
+  a.eps = eps;
+  a.w_offset = w_offset;
+  kern::row_norm(stream(), kern::NormKind::kRms, a);
+  after_launch("rms_norm");
+}
+
+void CudaBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) {
+  check_gated_rms_norm(y, x, z, w, Device::kCuda);
+  kern::NormArgs a;
+  a.y = rows_of(y);
+  a.x = rows_of(x);
+  a.z = rows_of(z);
+  a.w = w.data;
+  a.w_type = ktype(w.dtype);
+  a.eps = eps;
+  kern::row_norm(stream(), kern::NormKind::kGatedRms, a);
+  after_launch("gated_rms_norm");
+}
+
+void CudaBackend::l2_norm(const Tensor& y, const Tensor& x, float eps, float scale) {
+  check_l2_norm(y, x, Device::kCuda);
+  kern::NormArgs a;
+  a.y = rows_of(y);
+  a.x = rows_of(x);
+  a.eps = eps;
+  a.scale = scale;
+  kern::row_norm(stream(), kern::NormKind::kL2, a);
+  after_launch("l2_norm");
+}
+
+namespace {
+
+void binary(CudaBackend& be, const char* op, kern::PointwiseKind kind, const Tensor& y, const Tensor& a,
+            const Tensor& b) {
+  check_binary(op, y, a, b, Device::kCuda);
+  kern::pointwise(be.stream(), kind, rows_of(y), rows_of(a), rows_of(b));
+  be.after_launch(op);
+}
+
+}  // namespace
+
+void CudaBackend::add(const Tensor& y, const Tensor& a, const Tensor& b) {
+  binary(*this, "add", kern::PointwiseKind::kAdd, y, a, b);
+}
+
+void CudaBackend::silu_mul(const Tensor& y, const Tensor& gate, const Tensor& up) {
+  binary(*this, "silu_mul", kern::PointwiseKind::kSiluMul, y, gate, up);
+}
+
+void CudaBackend::sigmoid_mul(const Tensor& y, const Tensor& x, const Tensor& gate) {
+  binary(*this, "sigmoid_mul", kern::PointwiseKind::kSigmoidMul, y, x, gate);
+}
+
+void CudaBackend::rope(const Tensor& x, std::span<const int32_t> positions, int64_t rotary_dim, double theta) {
+  check_rope(x, positions, rotary_dim, Device::kCuda);
+  if (x.numel() == 0) return;
+  const kern::I32Span pos = upload(positions);
+  const kern::I32Span inv = upload(rope_inv_freq(rotary_dim, theta));
+  kern::rope(stream(), static_cast<float*>(x.data), x.dim(0), x.dim(1), x.stride[0], x.stride[1], pos.data,
+             reinterpret_cast<const float*>(inv.data), rotary_dim / 2);
+  after_launch("rope");
+}
+
+namespace {
+
+// y[r] = src[index[r]] for the checked embedding / gather_rows arguments.
+void gather(CudaBackend& be, const char* op, const Tensor& y, const Tensor& src, std::span<const int32_t> index) {
+  if (y.numel() == 0) return;
+  const kern::I32Span dev_index = be.upload(index);
+  kern::gather_rows(be.stream(), rows_of(y), rows_of(src), dev_index.data);
+  be.after_launch(op);
+}
+
+}  // namespace
+
+void CudaBackend::embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) {
+  check_embedding(y, table, ids, Device::kCuda);
+  gather(*this, "embedding", y, table, ids);
+}
+
+void CudaBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) {
+  check_gather_rows(y, x, rows, Device::kCuda);
+  gather(*this, "gather_rows", y, x, rows);
+}
+
+}  // namespace ninfer::cuda
