@@ -46,21 +46,24 @@ int32_t ReferenceModel::argmax(std::span<const float> row) {
   return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-ReferenceModel::ReferenceModel(const std::string& model_name, DType kv_dtype, int threads) : name(model_name) {
+ReferenceModel::ReferenceModel(const std::string& model_name, DType kv_dtype, int threads, BackendKind backend_kind)
+    : name(model_name) {
   std::string out = dir.file(name + ".ninfer");
   pack_hf_checkpoint({.hf_dir = kRoot + "models/" + name, .output = out, .show_progress = false});
-  load(out, kv_dtype, threads);
+  load(out, kv_dtype, threads, backend_kind);
 }
 
-ReferenceModel::ReferenceModel(const Packed& artifact_file, DType kv_dtype, int threads) : name(artifact_file.path) {
-  load(artifact_file.path, kv_dtype, threads);
+ReferenceModel::ReferenceModel(const Packed& artifact_file, DType kv_dtype, int threads, BackendKind backend_kind)
+    : name(artifact_file.path) {
+  load(artifact_file.path, kv_dtype, threads, backend_kind);
 }
 
-void ReferenceModel::load(const std::string& path, DType kv_dtype, int threads) {
+void ReferenceModel::load(const std::string& path, DType kv_dtype, int threads, BackendKind backend_kind) {
   artifact = std::make_unique<Artifact>(Artifact::open(path));
   config = load_model_config(*artifact);
-  backend = make_cpu_backend({.threads = threads});
-  model = std::make_unique<Model>(config, ModelWeights::bind(*artifact, config), *backend);
+  backend = make_backend({.kind = backend_kind, .threads = threads});
+  weights = std::make_unique<WeightStore>(*backend);
+  model = std::make_unique<Model>(config, placed(ModelWeights::bind(*artifact, config), *weights, name), *backend);
   kv = std::make_unique<KvCache>(*backend, config, KvCacheConfig{.block_size = 16, .num_blocks = 256, .dtype = kv_dtype});
   state = std::make_unique<LinearStateCache>(*backend, config, 8);
   runner = std::make_unique<ModelRunner>(*model, *kv, *state);

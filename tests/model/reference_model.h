@@ -9,6 +9,8 @@
 
 #include "engine/artifact/artifact.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_factory.h"
+#include "engine/backend/weight_store.h"
 #include "engine/model/model.h"
 #include "engine/runtime/model_runner.h"
 #include "tests/support/test_files.h"
@@ -22,14 +24,17 @@ std::vector<float> read_f32(const nlohmann::json& file_entry);
 // max|a − b| / max|b|, the fixtures' relative error.
 double rel_err(std::span<const float> a, std::span<const float> b);
 
-// Packs models/<name> with ninfer-pack's engine code, opens it and builds the CPU engine pieces.
+// Packs models/<name> with ninfer-pack's engine code, opens it and builds the engine pieces on the CPU backend (or
+// the CUDA backend's device 0, for the GPU end-to-end tests).
 struct ReferenceModel {
-  explicit ReferenceModel(const std::string& name, DType kv_dtype = DType::kF32, int threads = 2);
+  explicit ReferenceModel(const std::string& name, DType kv_dtype = DType::kF32, int threads = 2,
+                          BackendKind backend_kind = BackendKind::kCpu);
   // An artifact that is already packed (e.g. the shipped models/ninfer-tiny.ninfer).
   struct Packed {
     std::string path;
   };
-  explicit ReferenceModel(const Packed& artifact, DType kv_dtype = DType::kF32, int threads = 2);
+  explicit ReferenceModel(const Packed& artifact, DType kv_dtype = DType::kF32, int threads = 2,
+                          BackendKind backend_kind = BackendKind::kCpu);
 
   // Greedy next token of the given logits row (lowest id wins a tie, as torch.argmax).
   static int32_t argmax(std::span<const float> row);
@@ -39,13 +44,14 @@ struct ReferenceModel {
   std::unique_ptr<Artifact> artifact;
   ModelConfig config;
   std::unique_ptr<Backend> backend;
+  std::unique_ptr<WeightStore> weights;  // device copies of the weights (none on the CPU backend)
   std::unique_ptr<Model> model;
   std::unique_ptr<KvCache> kv;
   std::unique_ptr<LinearStateCache> state;
   std::unique_ptr<ModelRunner> runner;
 
  private:
-  void load(const std::string& artifact_path, DType kv_dtype, int threads);
+  void load(const std::string& artifact_path, DType kv_dtype, int threads, BackendKind backend_kind);
 };
 
 }  // namespace ninfer::testing

@@ -1,0 +1,175 @@
+// End to end on the GPU: the transformers reference models and ninfer-tiny run on the CUDA backend give the CPU
+// backend's logits (chunked prefill and decode, f32 and int8 KV) and, through the Engine, the CPU's greedy tokens
+// for a batch of 4; MTP speculative decoding on CUDA is lossless. Skipped without a GPU, like the op suite.
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <random>
+
+#include "engine/artifact/artifact.h"
+#include "engine/model/model_artifact.h"
+#include "engine/runtime/engine.h"
+#include "engine/spec/drafter_registry.h"
+#include "tests/cuda/cuda_test_support.h"
+#include "tests/model/reference_model.h"
+#include "tests/support/request_collector.h"
+
+namespace ninfer::testing {
+namespace {
+
+const std::string kTiny = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
+
+// Tolerances. Both backends compute in f32 from the same weights; they differ in summation order (parallel
+// reductions, split-K) and in libm (GPU expf/sinf vs glibc), which compounds over the layers. Logits are compared
+// as max|a − b| / max|b| per step.
+constexpr double kLogitRelTol = 2e-3;
+// A greedy CUDA token may differ from the CPU's only where the CPU's top two logits are within this (a near-tie).
+constexpr float kNearTie = 1e-3f;
+
+std::unique_ptr<ReferenceModel> load(const std::string& name, DType kv, BackendKind kind) {
+  if (name == "ninfer-tiny") return std::make_unique<ReferenceModel>(ReferenceModel::Packed{kTiny}, kv, 2, kind);
+  return std::make_unique<ReferenceModel>(name, kv, 2, kind);
+}
+
+std::vector<int32_t> prompt_of(const ModelConfig& c, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(std::min<int64_t>(c.vocab_size, 4000)) - 1);
+  std::vector<int32_t> p(n);
+  for (auto& t : p) t = id(rng);
+  return p;
+}
+
+float top2_gap(std::span<const float> row) {
+  float a = -INFINITY, b = -INFINITY;
+  for (float v : row) {
+    if (v > a) {
+      b = a;
+      a = v;
+    } else if (v > b) {
+      b = v;
+    }
+  }
+  return a - b;
+}
+
+struct Case {
+  std::string model;
+  DType kv;
+  int64_t chunk;  // prefill chunk
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << "_" << dtype_name(c.kv) << "_chunk" << c.chunk; }
+
+class CudaE2E : public ::testing::TestWithParam<Case> {};
+
+// Prefill a 45-token prompt in chunks (all logits), then 64 greedy decode steps teacher-forced with the CPU's tokens,
+// comparing every step's logits and argmax.
+TEST_P(CudaE2E, LogitsAndGreedyMatchCpu) {
+  NINFER_REQUIRE_CUDA();
+  const Case& p = GetParam();
+  auto cpu = load(p.model, p.kv, BackendKind::kCpu);
+  auto dev = load(p.model, p.kv, BackendKind::kCuda);
+  const int64_t V = cpu->config.vocab_size;
+  const std::vector<int32_t> prompt = prompt_of(cpu->config, 45, 7);
+  const int32_t cs = cpu->state->acquire(), ds = dev->state->acquire();
+  auto run = [](ReferenceModel& m, SequenceStep s) {
+    auto l = m.runner->step(std::span(&s, 1));
+    return std::vector<float>(l.begin(), l.end());
+  };
+  std::vector<float> want, got;
+  for (int64_t start = 0; start < static_cast<int64_t>(prompt.size()); start += p.chunk) {
+    const int64_t n = std::min<int64_t>(p.chunk, static_cast<int64_t>(prompt.size()) - start);
+    auto toks = std::span(prompt).subspan(static_cast<size_t>(start), static_cast<size_t>(n));
+    want = run(*cpu, {1, cs, start, toks, true});
+    got = run(*dev, {1, ds, start, toks, true});
+    ASSERT_EQ(got.size(), want.size());
+    for (int64_t r = 0; r < n; ++r) {
+      auto w = std::span(want).subspan(static_cast<size_t>(r * V), static_cast<size_t>(V));
+      auto g = std::span(got).subspan(static_cast<size_t>(r * V), static_cast<size_t>(V));
+      EXPECT_LE(rel_err(g, w), kLogitRelTol) << "prefill row " << start + r;
+    }
+  }
+  int64_t pos = static_cast<int64_t>(prompt.size());
+  int flips = 0;
+  for (int step = 0; step < 64; ++step) {
+    auto w_last = std::span(want).last(static_cast<size_t>(V));
+    auto g_last = std::span(got).last(static_cast<size_t>(V));
+    const int32_t tw = ReferenceModel::argmax(w_last), tg = ReferenceModel::argmax(g_last);
+    if (tw != tg) {
+      ++flips;
+      EXPECT_LT(top2_gap(w_last), kNearTie) << "step " << step << ": CUDA chose " << tg << ", CPU " << tw
+                                           << " with a clear margin";
+    }
+    const int32_t next = tw;  // both continue with the CPU's token
+    want = run(*cpu, {1, cs, pos, std::span(&next, 1), false});
+    got = run(*dev, {1, ds, pos, std::span(&next, 1), false});
+    EXPECT_LE(rel_err(got, want), kLogitRelTol) << "decode step " << step;
+    ++pos;
+  }
+  EXPECT_LE(flips, 2) << "near-tie flips in 64 greedy steps";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaE2E,
+                         ::testing::Values(Case{"qwen35_untied", DType::kF32, 7}, Case{"qwen35_tied", DType::kF32, 45},
+                                           Case{"qwen3_dense", DType::kF32, 16},
+                                           Case{"qwen35_untied_bf16", DType::kF32, 11},
+                                           Case{"ninfer-tiny", DType::kF32, 64}, Case{"ninfer-tiny", DType::kI8, 7},
+                                           Case{"qwen3_dense", DType::kI8, 5}, Case{"ninfer-tiny", DType::kBF16, 13}),
+                         [](const auto& info) {
+                           std::string n = info.param.model + "_" + std::string(dtype_name(info.param.kv)) + "_chunk" +
+                                           std::to_string(info.param.chunk);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// The Engine on CUDA: a batch of 4 greedy requests (prefill chunk 7, so prompts are split and batched with decode)
+// gives the CPU engine's tokens; --spec mtp on CUDA gives plain CUDA greedy's tokens (lossless).
+struct EngineRun {
+  std::vector<std::vector<int32_t>> outputs;
+};
+EngineRun run_engine(BackendKind kind, DType kv, bool mtp, int64_t max_tokens = 64) {
+  const Artifact a = Artifact::open(kTiny);
+  const ModelConfig c = load_model_config(a);
+  EngineOptions o{.max_context = 512, .prefill_chunk = 7, .max_concurrency = 4, .kv_dtype = kv, .backend = kind,
+                  .threads = 2, .greedy = true};
+  if (mtp) {
+    o.drafter = make_drafter_factory("mtp", a, c, /*lm_head_draft=*/false);
+    o.draft_tokens = 3;
+  }
+  Engine e(a, c, o);
+  std::vector<std::shared_ptr<Collector>> ws;
+  for (uint32_t i = 0; i < 4; ++i) {
+    EngineRequest r;
+    r.prompt = prompt_of(c, 9 + 13 * i, 100 + i);
+    r.sampling.greedy = true;
+    r.max_tokens = max_tokens;
+    ws.push_back(std::make_shared<Collector>());
+    EXPECT_TRUE(e.submit(r, ws.back()).accepted());
+  }
+  EngineRun out;
+  for (auto& w : ws) {
+    w->wait();
+    EXPECT_NE(w->result.reason, FinishReason::kError) << w->result.error;
+    out.outputs.push_back(w->tokens);
+  }
+  return out;
+}
+
+TEST(CudaE2EEngine, BatchOfFourGreedyMatchesCpu) {
+  NINFER_REQUIRE_CUDA();
+  for (DType kv : {DType::kF32, DType::kI8}) {
+    const EngineRun cpu = run_engine(BackendKind::kCpu, kv, false);
+    const EngineRun dev = run_engine(BackendKind::kCuda, kv, false);
+    for (size_t i = 0; i < cpu.outputs.size(); ++i)
+      EXPECT_EQ(dev.outputs[i], cpu.outputs[i]) << "request " << i << ", kv " << dtype_name(kv);
+  }
+}
+
+TEST(CudaE2EEngine, MtpSpeculationIsLossless) {
+  NINFER_REQUIRE_CUDA();
+  const EngineRun plain = run_engine(BackendKind::kCuda, DType::kF32, false);
+  const EngineRun spec = run_engine(BackendKind::kCuda, DType::kF32, true);
+  for (size_t i = 0; i < plain.outputs.size(); ++i) EXPECT_EQ(spec.outputs[i], plain.outputs[i]) << "request " << i;
+}
+
+}  // namespace
+}  // namespace ninfer::testing
