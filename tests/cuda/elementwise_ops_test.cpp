@@ -1,0 +1,461 @@
+// The CUDA elementwise family against the CPU oracle: rms_norm (both offsets, every weight dtype, warp and block
+// rows, the forward's strided per-head q view in place), gated_rms_norm, l2_norm, add / silu_mul / sigmoid_mul
+// (strided gate, in place), partial RoPE at long positions, embedding and gather_rows (bit-exact), and the argument
+// errors, which must be the CPU op's own.
+//
+// Tolerances (|got − want| <= atol + rtol·|want|, want = the CPU op):
+//   norms (Σx² in double on both sides)      atol 1e-7, rtol 1e-6
+//   silu_mul, sigmoid_mul (expf ≤ 2 ulp)     atol 1e-7, rtol 1e-6
+//   rope (same f32 angle, cos/sin in double) atol 4e-7, rtol 1e-6
+//   add, embedding, gather_rows              bit-exact
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/cuda/cuda_test_support.h"
+
+namespace ninfer::testing {
+namespace {
+
+constexpr double kNormAtol = 1e-7, kNormRtol = 1e-6;
+constexpr double kActAtol = 1e-7, kActRtol = 1e-6;
+constexpr double kRopeAtol = 4e-7, kRopeRtol = 1e-6;
+
+// A host tensor and its device copy (contiguous, or with the strides given).
+struct Both {
+  HostTensor h;
+  DeviceTensor d;
+  explicit Both(HostTensor host, std::vector<int64_t> strides = {}) : h(std::move(host)) {
+    d = device_alloc(h.dtype, h.shape, std::move(strides));
+    gpu().copy(d.t, h.view());
+  }
+  // The host view (for the CPU oracle) or the device view (for the CUDA op).
+  Tensor t(bool on_gpu) { return on_gpu ? d.t : h.view(); }
+  std::vector<float> gpu_values() const { return to_host_f32(d.t); }
+};
+
+std::string with_cpu_names(std::string s) {
+  for (size_t p; (p = s.find("cuda")) != std::string::npos;) s.replace(p, 4, "cpu");
+  return s;
+}
+
+// call(backend, on_gpu) must throw the same Error (kind and message, device names aside) on both backends.
+void expect_same_error(const std::string& what, const std::function<void(Backend&, bool)>& call) {
+  std::string cpu_msg, gpu_msg;
+  ErrorKind cpu_kind = ErrorKind::kInternal, gpu_kind = ErrorKind::kInternal;
+  try {
+    call(cpu_oracle(), false);
+    ADD_FAILURE() << what << ": the CPU op accepted it";
+    return;
+  } catch (const Error& e) {
+    cpu_msg = e.what();
+    cpu_kind = e.kind();
+  }
+  try {
+    call(gpu(), true);
+    ADD_FAILURE() << what << ": the CUDA op accepted it (CPU: " << cpu_msg << ")";
+    return;
+  } catch (const Error& e) {
+    gpu_msg = e.what();
+    gpu_kind = e.kind();
+  }
+  EXPECT_EQ(gpu_kind, cpu_kind) << what << ": " << gpu_msg;
+  EXPECT_EQ(with_cpu_names(gpu_msg), cpu_msg) << what;
+}
+
+HostTensor random_weight(int64_t n, std::mt19937& rng, DType dt, float lo = -1.0f, float hi = 1.0f) {
+  return random_tensor({n}, rng, lo, hi, dt);
+}
+
+const DType kWeightTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+
+// ---- rms_norm ----
+
+void check_rms_norm(int64_t rows, int64_t n, DType wt, float off, std::mt19937& rng) {
+  Both x(random_tensor({rows, n}, rng, -3, 3));
+  Both w(random_weight(n, rng, wt, off == 1.0f ? -0.5f : 0.5f, off == 1.0f ? 0.5f : 1.5f));
+  Both y(HostTensor({rows, n}));
+  cpu_oracle().rms_norm(y.t(false), x.t(false), w.t(false), 1e-6f, off);
+  gpu().rms_norm(y.t(true), x.t(true), w.t(true), 1e-6f, off);
+  EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol))
+      << "rms_norm [" << rows << ", " << n << "] w " << dtype_name(wt) << " offset " << off;
+  // in place
+  cpu_oracle().rms_norm(x.t(false), x.t(false), w.t(false), 1e-6f, off);
+  gpu().rms_norm(x.t(true), x.t(true), w.t(true), 1e-6f, off);
+  EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kNormAtol, kNormRtol))
+      << "rms_norm in place [" << rows << ", " << n << "] w " << dtype_name(wt) << " offset " << off;
+}
+
+TEST(CudaElementwise, RmsNormSmallEveryWeightDtype) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(11);
+  for (DType wt : kWeightTypes)
+    for (float off : {0.0f, 1.0f})
+      for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 7}, {5, 40}, {3, 128}, {9, 33}})
+        check_rms_norm(rows, n, wt, off, rng);
+}
+
+TEST(CudaElementwise, RmsNormWarpAndBlockRows) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(12);
+  // warp per row (n <= 1024) at row counts around the 4 rows of a block; block per row above, aligned or not.
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 1024}, {4, 256}, {5, 256}, {1000, 128}, {1, 1025}, {3, 5120},
+                         {130, 5120}, {2, 4099}, {1, 17408}})
+    check_rms_norm(rows, n, rows % 2 ? DType::kBF16 : DType::kF32, 1.0f, rng);
+}
+
+// The forward's q norm: rms_norm in place on the query half of each head of q_proj's [T, nh·2·hd] output, viewed
+// as [T, nh, hd] with strides {nh·2·hd, 2·hd, 1}; the gate halves must come back untouched.
+TEST(CudaElementwise, RmsNormInPlaceOnStridedQueryHeads) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(13);
+  for (int64_t hd : {128, 256}) {
+    const int64_t T = 5, nh = 3;
+    Both qp(random_tensor({T, nh * 2 * hd}, rng, -2, 2));
+    Both w(random_weight(hd, rng, DType::kBF16, -0.3f, 0.3f));
+    auto qview = [&](bool on_gpu) {
+      return Tensor::strided(qp.t(on_gpu).data, DType::kF32, {T, nh, hd}, {nh * 2 * hd, 2 * hd, 1},
+                             on_gpu ? Device::kCuda : Device::kCpu);
+    };
+    cpu_oracle().rms_norm(qview(false), qview(false), w.t(false), 1e-6f, 1.0f);
+    gpu().rms_norm(qview(true), qview(true), w.t(true), 1e-6f, 1.0f);
+    EXPECT_TRUE(all_close(qp.gpu_values(), qp.h.values, kNormAtol, kNormRtol)) << "strided q heads, hd " << hd;
+    // and the k norm on a contiguous [T, n_kv, hd]
+    Both k(random_tensor({T, 2, hd}, rng, -2, 2));
+    cpu_oracle().rms_norm(k.t(false), k.t(false), w.t(false), 1e-6f, 1.0f);
+    gpu().rms_norm(k.t(true), k.t(true), w.t(true), 1e-6f, 1.0f);
+    EXPECT_TRUE(all_close(k.gpu_values(), k.h.values, kNormAtol, kNormRtol)) << "k heads, hd " << hd;
+  }
+}
+
+// Rows whose starts are not 16-byte aligned (odd row stride on the device) take the scalar path.
+TEST(CudaElementwise, RmsNormUnalignedRowsSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(14);
+  for (int64_t n : {64, 2048}) {
+    Both x(random_tensor({6, n}, rng, -1, 1), {n + 3, 1});
+    Both w(random_weight(n, rng, DType::kF16));
+    Both y(HostTensor({6, n}), {n + 1, 1});
+    cpu_oracle().rms_norm(y.t(false), x.t(false), w.t(false), 1e-5f, 0.0f);
+    gpu().rms_norm(y.t(true), x.t(true), w.t(true), 1e-5f, 0.0f);
+    EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol)) << "unaligned rows, n " << n;
+  }
+}
+
+TEST(CudaElementwise, ZeroRowsAreANoOpSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(15);
+  Both x(random_tensor({3, 16}, rng));
+  Both w(random_weight(16, rng, DType::kF32));
+  const Tensor none = x.t(true).slice0(0, 0);
+  gpu().rms_norm(none, none, w.t(true), 1e-6f, 1.0f);
+  gpu().gated_rms_norm(none, none, none, w.t(true), 1e-6f);
+  gpu().l2_norm(none, none, 1e-6f, 1.0f);
+  gpu().add(none, none, none);
+  gpu().silu_mul(none, none, none);
+  gpu().sigmoid_mul(none, none, none);
+  gpu().embedding(none, w.t(true).reshape({1, 16}), {});
+  gpu().gather_rows(none, x.t(true), {});
+  gpu().synchronize();
+  EXPECT_EQ(x.gpu_values(), x.h.values);
+}
+
+// ---- gated_rms_norm, l2_norm ----
+
+TEST(CudaElementwise, GatedRmsNormSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(21);
+  for (DType wt : kWeightTypes)
+    for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 7}, {6, 128}, {3, 1536}, {2, 1027}}) {
+      Both x(random_tensor({rows, n}, rng, -2, 2));
+      Both z(random_tensor({rows, n}, rng, -8, 8));
+      Both w(random_weight(n, rng, wt, 0.5f, 1.5f));
+      Both y(HostTensor({rows, n}));
+      cpu_oracle().gated_rms_norm(y.t(false), x.t(false), z.t(false), w.t(false), 1e-6f);
+      gpu().gated_rms_norm(y.t(true), x.t(true), z.t(true), w.t(true), 1e-6f);
+      EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol))
+          << "gated_rms_norm [" << rows << ", " << n << "] w " << dtype_name(wt);
+      cpu_oracle().gated_rms_norm(x.t(false), x.t(false), z.t(false), w.t(false), 1e-6f);  // in place
+      gpu().gated_rms_norm(x.t(true), x.t(true), z.t(true), w.t(true), 1e-6f);
+      EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kNormAtol, kNormRtol)) << "gated_rms_norm in place";
+    }
+}
+
+// The GDN per-head view: gated norm over [T, nv, dv] heads of a strided z (z_proj columns inside a wider row).
+TEST(CudaElementwise, GatedRmsNormStridedGate) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(22);
+  const int64_t T = 4, nv = 6, dv = 128;
+  Both x(random_tensor({T, nv, dv}, rng, -2, 2));
+  Both z(random_tensor({T, nv, dv}, rng, -6, 6), {nv * dv + 64, dv, 1});
+  Both w(random_weight(dv, rng, DType::kBF16, 0.5f, 1.5f));
+  cpu_oracle().gated_rms_norm(x.t(false), x.t(false), z.t(false), w.t(false), 1e-6f);
+  gpu().gated_rms_norm(x.t(true), x.t(true), z.t(true), w.t(true), 1e-6f);
+  EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kNormAtol, kNormRtol));
+}
+
+// GDN q/k l2norm on the conv output's [T, nk, dk] views (strides {conv_dim, dk, 1}), in place, q scaled by dk^-½.
+TEST(CudaElementwise, L2NormOnStridedHeadsSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(23);
+  for (int64_t dk : {128, 40}) {
+    const int64_t T = 7, nk = 4, conv_dim = 2 * nk * dk + 3 * dk;
+    Both conv(random_tensor({T, conv_dim}, rng, -2, 2));
+    for (int part = 0; part < 2; ++part) {
+      const float scale = part == 0 ? 1.0f / std::sqrt(float(dk)) : 1.0f;
+      auto view = [&](bool on_gpu) {
+        float* base = static_cast<float*>(conv.t(on_gpu).data) + part * nk * dk;
+        return Tensor::strided(base, DType::kF32, {T, nk, dk}, {conv_dim, dk, 1}, on_gpu ? Device::kCuda : Device::kCpu);
+      };
+      cpu_oracle().l2_norm(view(false), view(false), 1e-6f, scale);
+      gpu().l2_norm(view(true), view(true), 1e-6f, scale);
+    }
+    EXPECT_TRUE(all_close(conv.gpu_values(), conv.h.values, kNormAtol, kNormRtol)) << "l2_norm dk " << dk;
+  }
+  // large rows (block per row) into a separate output
+  Both x(random_tensor({3, 4100}, rng, -2, 2));
+  Both y(HostTensor({3, 4100}));
+  cpu_oracle().l2_norm(y.t(false), x.t(false), 1e-6f, 0.5f);
+  gpu().l2_norm(y.t(true), x.t(true), 1e-6f, 0.5f);
+  EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol)) << "l2_norm [3, 4100]";
+}
+
+// ---- add, silu_mul, sigmoid_mul ----
+
+enum class Binary { kAdd, kSiluMul, kSigmoidMul };
+void run_binary(Backend& be, Binary op, const Tensor& y, const Tensor& a, const Tensor& b) {
+  if (op == Binary::kAdd) be.add(y, a, b);
+  if (op == Binary::kSiluMul) be.silu_mul(y, a, b);
+  if (op == Binary::kSigmoidMul) be.sigmoid_mul(y, a, b);
+}
+void expect_binary(Binary op, const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  if (op == Binary::kAdd)
+    EXPECT_EQ(got, want) << what << " (add is exact)";
+  else
+    EXPECT_TRUE(all_close(got, want, kActAtol, kActRtol)) << what;
+}
+
+TEST(CudaElementwise, BinaryOpsSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(31);
+  for (Binary op : {Binary::kAdd, Binary::kSiluMul, Binary::kSigmoidMul})
+    for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 7}, {3, 33}, {16, 128}, {2, 5120}, {3, 17408}, {1, 1}}) {
+      const std::string what = "op " + std::to_string(int(op)) + " [" + std::to_string(rows) + ", " + std::to_string(n) + "]";
+      Both a(random_tensor({rows, n}, rng, -12, 12));
+      Both b(random_tensor({rows, n}, rng, -12, 12));
+      Both y(HostTensor({rows, n}));
+      run_binary(cpu_oracle(), op, y.t(false), a.t(false), b.t(false));
+      run_binary(gpu(), op, y.t(true), a.t(true), b.t(true));
+      expect_binary(op, y.gpu_values(), y.h.values, what);
+      // in place into either operand
+      run_binary(cpu_oracle(), op, b.t(false), a.t(false), b.t(false));
+      run_binary(gpu(), op, b.t(true), a.t(true), b.t(true));
+      expect_binary(op, b.gpu_values(), b.h.values, what + " y = b");
+      run_binary(cpu_oracle(), op, a.t(false), a.t(false), b.t(false));
+      run_binary(gpu(), op, a.t(true), a.t(true), b.t(true));
+      expect_binary(op, a.gpu_values(), a.h.values, what + " y = a");
+    }
+}
+
+// The attention output gate: attn [T, nh, hd] · sigmoid(gate), the gate being the second half of each head of
+// q_proj's rows (strides {row, 2·hd, 1}, offset hd: the float4 path); also one element further (the scalar path).
+TEST(CudaElementwise, SigmoidMulStridedGateSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(32);
+  for (int64_t offset_extra : {0, 1}) {
+    const int64_t T = 6, nh = 4, hd = 256;
+    const int64_t W = nh * 2 * hd + 4;  // a padded q_proj row
+    Both qp(random_tensor({T, W}, rng, -6, 6));
+    Both attn(random_tensor({T, nh, hd}, rng, -2, 2));
+    auto gate = [&](bool on_gpu) {
+      float* base = static_cast<float*>(qp.t(on_gpu).data) + hd + offset_extra;
+      return Tensor::strided(base, DType::kF32, {T, nh, hd}, {W, 2 * hd, 1},
+                             on_gpu ? Device::kCuda : Device::kCpu);
+    };
+    cpu_oracle().sigmoid_mul(attn.t(false), attn.t(false), gate(false));
+    gpu().sigmoid_mul(attn.t(true), attn.t(true), gate(true));
+    EXPECT_TRUE(all_close(attn.gpu_values(), attn.h.values, kActAtol, kActRtol)) << "gate offset +" << offset_extra;
+  }
+}
+
+// ---- rope ----
+
+std::vector<int32_t> long_positions(int64_t T, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> dist(0, 196608);
+  std::vector<int32_t> p(static_cast<size_t>(T));
+  for (auto& v : p) v = dist(rng);
+  p[0] = 0;
+  if (T > 1) p[1] = 196608;
+  if (T > 2) p[2] = 196607;
+  return p;
+}
+
+void check_rope(int64_t T, int64_t heads, int64_t hd, int64_t rotary_dim, double theta, bool strided_q,
+                std::mt19937& rng) {
+  const std::vector<int32_t> pos = long_positions(T, rng);
+  const std::string what = "rope T " + std::to_string(T) + " heads " + std::to_string(heads) + " hd " +
+                           std::to_string(hd) + " rotary " + std::to_string(rotary_dim) +
+                           (strided_q ? " strided q" : "");
+  if (strided_q) {
+    Both qp(random_tensor({T, heads * 2 * hd}, rng, -2, 2));
+    auto qview = [&](bool on_gpu) {
+      return Tensor::strided(qp.t(on_gpu).data, DType::kF32, {T, heads, hd}, {heads * 2 * hd, 2 * hd, 1},
+                             on_gpu ? Device::kCuda : Device::kCpu);
+    };
+    cpu_oracle().rope(qview(false), pos, rotary_dim, theta);
+    gpu().rope(qview(true), pos, rotary_dim, theta);
+    EXPECT_TRUE(all_close(qp.gpu_values(), qp.h.values, kRopeAtol, kRopeRtol)) << what;
+  } else {
+    Both x(random_tensor({T, heads, hd}, rng, -2, 2));
+    cpu_oracle().rope(x.t(false), pos, rotary_dim, theta);
+    gpu().rope(x.t(true), pos, rotary_dim, theta);
+    EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kRopeAtol, kRopeRtol)) << what;
+  }
+}
+
+TEST(CudaElementwise, RopePartialRotaryLongPositionsSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(41);
+  check_rope(9, 3, 256, 64, 1e7, true, rng);   // Qwen3.5 q: partial rotary 0.25 on the strided q view
+  check_rope(9, 2, 256, 64, 1e7, false, rng);  // Qwen3.5 k
+  check_rope(5, 3, 10, 6, 1e4, false, rng);    // odd half, rotary < head_dim
+}
+
+TEST(CudaElementwise, RopeFullAndWideRotary) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(42);
+  check_rope(33, 16, 128, 128, 1e6, true, rng);   // Qwen3: full rotary
+  check_rope(4, 2, 512, 512, 1e7, false, rng);    // half 256: two frequency chunks per token
+  check_rope(3, 1, 640, 600, 5e5, false, rng);    // half 300: a partial last chunk
+  check_rope(300, 24, 256, 64, 1e7, true, rng);   // a prefill-sized batch
+}
+
+// Twice the same rope (the q and the k of a layer) reuses the host table and still matches.
+TEST(CudaElementwise, RopeRepeatedCallsSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(43);
+  const std::vector<int32_t> pos = long_positions(4, rng);
+  Both x(random_tensor({4, 2, 64}, rng, -2, 2));
+  for (int i = 0; i < 3; ++i) {
+    cpu_oracle().rope(x.t(false), pos, 32, 1e7);
+    gpu().rope(x.t(true), pos, 32, 1e7);
+  }
+  EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, 3 * kRopeAtol, 3 * kRopeRtol));
+}
+
+// ---- embedding, gather_rows ----
+
+TEST(CudaElementwise, EmbeddingEveryTableDtypeSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(51);
+  for (DType dt : kWeightTypes)
+    for (int64_t H : {7, 64, 5120}) {
+      const int64_t V = 37;
+      Both table(random_tensor({V, H}, rng, -3, 3, dt));
+      const std::vector<int32_t> ids = {0, 36, 5, 5, 17, 0, 36};
+      Both y(HostTensor({static_cast<int64_t>(ids.size()), H}));
+      cpu_oracle().embedding(y.t(false), table.t(false), ids);
+      gpu().embedding(y.t(true), table.t(true), ids);
+      EXPECT_EQ(y.gpu_values(), y.h.values) << "embedding " << dtype_name(dt) << " H " << H;
+    }
+}
+
+// A table with padded rows and an output with padded rows (the unaligned path).
+TEST(CudaElementwise, EmbeddingStridedRowsSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(52);
+  const int64_t V = 11, H = 24;
+  Both table(random_tensor({V, H}, rng, -3, 3, DType::kBF16), {H + 3, 1});
+  Both y(HostTensor({4, H}), {H + 5, 1});
+  const std::vector<int32_t> ids = {10, 0, 3, 10};
+  cpu_oracle().embedding(y.t(false), table.t(false), ids);
+  gpu().embedding(y.t(true), table.t(true), ids);
+  EXPECT_EQ(y.gpu_values(), y.h.values);
+}
+
+TEST(CudaElementwise, GatherRowsSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(53);
+  for (int64_t N : {5, 1024, 4099}) {
+    Both x(random_tensor({9, N}, rng, -3, 3), {N + 4, 1});
+    const std::vector<int32_t> rows = {8, 0, 4, 4};
+    Both y(HostTensor({4, N}));
+    cpu_oracle().gather_rows(y.t(false), x.t(false), rows);
+    gpu().gather_rows(y.t(true), x.t(true), rows);
+    EXPECT_EQ(y.gpu_values(), y.h.values) << "gather_rows N " << N;
+  }
+}
+
+// ---- argument errors: the CPU op's own ----
+
+TEST(CudaElementwise, NormErrorsMatchCpuSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(61);
+  Both x(random_tensor({3, 8}, rng));
+  Both y(HostTensor({3, 8}));
+  Both y_bad(HostTensor({3, 9}));
+  Both w(random_weight(8, rng, DType::kF32));
+  Both w_short(random_weight(7, rng, DType::kBF16));
+  Both w_i8(HostTensor({8}, DType::kI8));
+  Both x_bf16(random_tensor({3, 8}, rng, -1, 1, DType::kBF16));
+  expect_same_error("rms_norm w length", [&](Backend& be, bool g) { be.rms_norm(y.t(g), x.t(g), w_short.t(g), 1e-6f, 1); });
+  expect_same_error("rms_norm w i8", [&](Backend& be, bool g) { be.rms_norm(y.t(g), x.t(g), w_i8.t(g), 1e-6f, 1); });
+  expect_same_error("rms_norm y shape", [&](Backend& be, bool g) { be.rms_norm(y_bad.t(g), x.t(g), w.t(g), 1e-6f, 0); });
+  expect_same_error("rms_norm x bf16", [&](Backend& be, bool g) { be.rms_norm(y.t(g), x_bf16.t(g), w.t(g), 1e-6f, 0); });
+  expect_same_error("gated_rms_norm z shape",
+                    [&](Backend& be, bool g) { be.gated_rms_norm(y.t(g), x.t(g), y_bad.t(g), w.t(g), 1e-6f); });
+  expect_same_error("gated_rms_norm w length",
+                    [&](Backend& be, bool g) { be.gated_rms_norm(y.t(g), x.t(g), y.t(g), w_short.t(g), 1e-6f); });
+  expect_same_error("l2_norm y shape", [&](Backend& be, bool g) { be.l2_norm(y_bad.t(g), x.t(g), 1e-6f, 1); });
+  expect_same_error("add b shape", [&](Backend& be, bool g) { be.add(y.t(g), x.t(g), y_bad.t(g)); });
+  expect_same_error("silu_mul y shape", [&](Backend& be, bool g) { be.silu_mul(y_bad.t(g), x.t(g), y.t(g)); });
+  expect_same_error("sigmoid_mul a bf16", [&](Backend& be, bool g) { be.sigmoid_mul(y.t(g), x_bf16.t(g), x.t(g)); });
+  // a host tensor handed to the CUDA op
+  try {
+    gpu().l2_norm(y.t(true), x.t(false), 1e-6f, 1.0f);
+    ADD_FAILURE() << "l2_norm took a host x";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("l2_norm: x is not a cuda tensor"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaElementwise, RopeEmbeddingGatherErrorsMatchCpuSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(62);
+  Both x(random_tensor({3, 2, 8}, rng));
+  Both x2(random_tensor({3, 16}, rng));
+  const std::vector<int32_t> pos3 = {0, 1, 2}, pos2 = {0, 1};
+  expect_same_error("rope 2-D x", [&](Backend& be, bool g) { be.rope(x2.t(g), pos3, 4, 1e4); });
+  expect_same_error("rope positions", [&](Backend& be, bool g) { be.rope(x.t(g), pos2, 4, 1e4); });
+  expect_same_error("rope odd rotary", [&](Backend& be, bool g) { be.rope(x.t(g), pos3, 5, 1e4); });
+  expect_same_error("rope rotary > head_dim", [&](Backend& be, bool g) { be.rope(x.t(g), pos3, 10, 1e4); });
+  expect_same_error("rope rotary 0", [&](Backend& be, bool g) { be.rope(x.t(g), pos3, 0, 1e4); });
+
+  Both table(random_tensor({5, 16}, rng, -1, 1, DType::kF16));
+  Both table_1d(random_tensor({16}, rng));
+  Both table_i8(HostTensor({5, 16}, DType::kI8));
+  Both y(HostTensor({3, 16}));
+  const std::vector<int32_t> ids_hi = {0, 5, 1}, ids_neg = {0, -1, 1}, ids_ok = {4, 0, 1};
+  expect_same_error("embedding id = V", [&](Backend& be, bool g) { be.embedding(y.t(g), table.t(g), ids_hi); });
+  expect_same_error("embedding id < 0", [&](Backend& be, bool g) { be.embedding(y.t(g), table.t(g), ids_neg); });
+  expect_same_error("embedding table 1-D", [&](Backend& be, bool g) { be.embedding(y.t(g), table_1d.t(g), ids_ok); });
+  expect_same_error("embedding table i8", [&](Backend& be, bool g) { be.embedding(y.t(g), table_i8.t(g), ids_ok); });
+  expect_same_error("embedding y rows", [&](Backend& be, bool g) { be.embedding(y.t(g), table.t(g), pos2); });
+  // a refused id leaves y as it was
+  EXPECT_EQ(y.gpu_values(), std::vector<float>(48, 0.0f));
+
+  const std::vector<int32_t> rows_hi = {0, 3, 1}, rows_ok = {2, 0, 1};
+  expect_same_error("gather_rows row = T", [&](Backend& be, bool g) { be.gather_rows(y.t(g), x2.t(g), rows_hi); });
+  expect_same_error("gather_rows x 3-D", [&](Backend& be, bool g) { be.gather_rows(y.t(g), x.t(g), rows_ok); });
+  expect_same_error("gather_rows y rows", [&](Backend& be, bool g) { be.gather_rows(y.t(g), x2.t(g), pos2); });
+  try {
+    gpu().embedding(y.t(true), table.t(false), ids_ok);
+    ADD_FAILURE() << "embedding took a host table";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("embedding: table is not a cuda tensor"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ninfer::testing
