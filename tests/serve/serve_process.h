@@ -1,6 +1,8 @@
 // Owns running the real ninfer-serve binary from a test: a free port, the child process, waiting for /health.
 #pragma once
 
+#include <cstdlib>
+
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -39,7 +41,11 @@ struct ChildGuard {
   }
 };
 
-inline std::string serve_binary() { return std::string(NINFER_BINARY_DIR) + "/apps/ninfer-serve"; }
+// The build's ninfer-serve, or $NINFER_SERVE_BINARY (a bundle run on another machine, docs/gpu.md).
+inline std::string serve_binary() {
+  const char* env = std::getenv("NINFER_SERVE_BINARY");
+  return env && *env ? std::string(env) : std::string(NINFER_BINARY_DIR) + "/apps/ninfer-serve";
+}
 
 // Starts ninfer-serve with `args` (after the binary name) and its output in `log`; returns the child's pid.
 inline pid_t spawn_serve(const std::vector<std::string>& args, const std::string& log) {
