@@ -35,6 +35,15 @@ struct Both {
   std::vector<float> gpu_values() const { return to_host_f32(d.t); }
 };
 
+// Runs op on the CPU oracle with the host views (on_gpu = false) and on the CUDA backend with the device views, then
+// compares `out` (device values against the oracle's host values).
+::testing::AssertionResult run_both(const std::function<void(Backend&, bool)>& op, Both& out, double atol,
+                                    double rtol) {
+  op(cpu_oracle(), false);
+  op(gpu(), true);
+  return all_close(out.gpu_values(), out.h.values, atol, rtol);
+}
+
 std::string with_cpu_names(std::string s) {
   for (size_t p; (p = s.find("cuda")) != std::string::npos;) s.replace(p, 4, "cpu");
   return s;
@@ -76,14 +85,10 @@ void check_rms_norm(int64_t rows, int64_t n, DType wt, float off, std::mt19937& 
   Both x(random_tensor({rows, n}, rng, -3, 3));
   Both w(random_weight(n, rng, wt, off == 1.0f ? -0.5f : 0.5f, off == 1.0f ? 0.5f : 1.5f));
   Both y(HostTensor({rows, n}));
-  cpu_oracle().rms_norm(y.t(false), x.t(false), w.t(false), 1e-6f, off);
-  gpu().rms_norm(y.t(true), x.t(true), w.t(true), 1e-6f, off);
-  EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol))
+  EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.rms_norm(y.t(g), x.t(g), w.t(g), 1e-6f, off); }, y, kNormAtol, kNormRtol))
       << "rms_norm [" << rows << ", " << n << "] w " << dtype_name(wt) << " offset " << off;
   // in place
-  cpu_oracle().rms_norm(x.t(false), x.t(false), w.t(false), 1e-6f, off);
-  gpu().rms_norm(x.t(true), x.t(true), w.t(true), 1e-6f, off);
-  EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kNormAtol, kNormRtol))
+  EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.rms_norm(x.t(g), x.t(g), w.t(g), 1e-6f, off); }, x, kNormAtol, kNormRtol))
       << "rms_norm in place [" << rows << ", " << n << "] w " << dtype_name(wt) << " offset " << off;
 }
 
@@ -118,14 +123,10 @@ TEST(CudaElementwise, RmsNormInPlaceOnStridedQueryHeads) {
       return Tensor::strided(qp.t(on_gpu).data, DType::kF32, {T, nh, hd}, {nh * 2 * hd, 2 * hd, 1},
                              on_gpu ? Device::kCuda : Device::kCpu);
     };
-    cpu_oracle().rms_norm(qview(false), qview(false), w.t(false), 1e-6f, 1.0f);
-    gpu().rms_norm(qview(true), qview(true), w.t(true), 1e-6f, 1.0f);
-    EXPECT_TRUE(all_close(qp.gpu_values(), qp.h.values, kNormAtol, kNormRtol)) << "strided q heads, hd " << hd;
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.rms_norm(qview(g), qview(g), w.t(g), 1e-6f, 1.0f); }, qp, kNormAtol, kNormRtol)) << "strided q heads, hd " << hd;
     // and the k norm on a contiguous [T, n_kv, hd]
     Both k(random_tensor({T, 2, hd}, rng, -2, 2));
-    cpu_oracle().rms_norm(k.t(false), k.t(false), w.t(false), 1e-6f, 1.0f);
-    gpu().rms_norm(k.t(true), k.t(true), w.t(true), 1e-6f, 1.0f);
-    EXPECT_TRUE(all_close(k.gpu_values(), k.h.values, kNormAtol, kNormRtol)) << "k heads, hd " << hd;
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.rms_norm(k.t(g), k.t(g), w.t(g), 1e-6f, 1.0f); }, k, kNormAtol, kNormRtol)) << "k heads, hd " << hd;
   }
 }
 
@@ -137,9 +138,7 @@ TEST(CudaElementwise, RmsNormUnalignedRowsSmall) {
     Both x(random_tensor({6, n}, rng, -1, 1), {n + 3, 1});
     Both w(random_weight(n, rng, DType::kF16));
     Both y(HostTensor({6, n}), {n + 1, 1});
-    cpu_oracle().rms_norm(y.t(false), x.t(false), w.t(false), 1e-5f, 0.0f);
-    gpu().rms_norm(y.t(true), x.t(true), w.t(true), 1e-5f, 0.0f);
-    EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol)) << "unaligned rows, n " << n;
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.rms_norm(y.t(g), x.t(g), w.t(g), 1e-5f, 0.0f); }, y, kNormAtol, kNormRtol)) << "unaligned rows, n " << n;
   }
 }
 
@@ -172,13 +171,11 @@ TEST(CudaElementwise, GatedRmsNormSmall) {
       Both z(random_tensor({rows, n}, rng, -8, 8));
       Both w(random_weight(n, rng, wt, 0.5f, 1.5f));
       Both y(HostTensor({rows, n}));
-      cpu_oracle().gated_rms_norm(y.t(false), x.t(false), z.t(false), w.t(false), 1e-6f);
-      gpu().gated_rms_norm(y.t(true), x.t(true), z.t(true), w.t(true), 1e-6f);
-      EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol))
+      EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.gated_rms_norm(y.t(g), x.t(g), z.t(g), w.t(g), 1e-6f); }, y, kNormAtol, kNormRtol))
           << "gated_rms_norm [" << rows << ", " << n << "] w " << dtype_name(wt);
-      cpu_oracle().gated_rms_norm(x.t(false), x.t(false), z.t(false), w.t(false), 1e-6f);  // in place
-      gpu().gated_rms_norm(x.t(true), x.t(true), z.t(true), w.t(true), 1e-6f);
-      EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kNormAtol, kNormRtol)) << "gated_rms_norm in place";
+      EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.gated_rms_norm(x.t(g), x.t(g), z.t(g), w.t(g), 1e-6f); }, x,
+                           kNormAtol, kNormRtol))
+          << "gated_rms_norm in place";
     }
 }
 
@@ -190,9 +187,7 @@ TEST(CudaElementwise, GatedRmsNormStridedGate) {
   Both x(random_tensor({T, nv, dv}, rng, -2, 2));
   Both z(random_tensor({T, nv, dv}, rng, -6, 6), {nv * dv + 64, dv, 1});
   Both w(random_weight(dv, rng, DType::kBF16, 0.5f, 1.5f));
-  cpu_oracle().gated_rms_norm(x.t(false), x.t(false), z.t(false), w.t(false), 1e-6f);
-  gpu().gated_rms_norm(x.t(true), x.t(true), z.t(true), w.t(true), 1e-6f);
-  EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kNormAtol, kNormRtol));
+  EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.gated_rms_norm(x.t(g), x.t(g), z.t(g), w.t(g), 1e-6f); }, x, kNormAtol, kNormRtol));
 }
 
 // GDN q/k l2norm on the conv output's [T, nk, dk] views (strides {conv_dim, dk, 1}), in place, q scaled by dk^-½.
@@ -216,9 +211,7 @@ TEST(CudaElementwise, L2NormOnStridedHeadsSmall) {
   // large rows (block per row) into a separate output
   Both x(random_tensor({3, 4100}, rng, -2, 2));
   Both y(HostTensor({3, 4100}));
-  cpu_oracle().l2_norm(y.t(false), x.t(false), 1e-6f, 0.5f);
-  gpu().l2_norm(y.t(true), x.t(true), 1e-6f, 0.5f);
-  EXPECT_TRUE(all_close(y.gpu_values(), y.h.values, kNormAtol, kNormRtol)) << "l2_norm [3, 4100]";
+  EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.l2_norm(y.t(g), x.t(g), 1e-6f, 0.5f); }, y, kNormAtol, kNormRtol)) << "l2_norm [3, 4100]";
 }
 
 // ---- add, silu_mul, sigmoid_mul ----
@@ -273,9 +266,7 @@ TEST(CudaElementwise, SigmoidMulStridedGateSmall) {
       return Tensor::strided(base, DType::kF32, {T, nh, hd}, {W, 2 * hd, 1},
                              on_gpu ? Device::kCuda : Device::kCpu);
     };
-    cpu_oracle().sigmoid_mul(attn.t(false), attn.t(false), gate(false));
-    gpu().sigmoid_mul(attn.t(true), attn.t(true), gate(true));
-    EXPECT_TRUE(all_close(attn.gpu_values(), attn.h.values, kActAtol, kActRtol)) << "gate offset +" << offset_extra;
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.sigmoid_mul(attn.t(g), attn.t(g), gate(g)); }, attn, kActAtol, kActRtol)) << "gate offset +" << offset_extra;
   }
 }
 
@@ -303,14 +294,10 @@ void check_rope(int64_t T, int64_t heads, int64_t hd, int64_t rotary_dim, double
       return Tensor::strided(qp.t(on_gpu).data, DType::kF32, {T, heads, hd}, {heads * 2 * hd, 2 * hd, 1},
                              on_gpu ? Device::kCuda : Device::kCpu);
     };
-    cpu_oracle().rope(qview(false), pos, rotary_dim, theta);
-    gpu().rope(qview(true), pos, rotary_dim, theta);
-    EXPECT_TRUE(all_close(qp.gpu_values(), qp.h.values, kRopeAtol, kRopeRtol)) << what;
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.rope(qview(g), pos, rotary_dim, theta); }, qp, kRopeAtol, kRopeRtol)) << what;
   } else {
     Both x(random_tensor({T, heads, hd}, rng, -2, 2));
-    cpu_oracle().rope(x.t(false), pos, rotary_dim, theta);
-    gpu().rope(x.t(true), pos, rotary_dim, theta);
-    EXPECT_TRUE(all_close(x.gpu_values(), x.h.values, kRopeAtol, kRopeRtol)) << what;
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.rope(x.t(g), pos, rotary_dim, theta); }, x, kRopeAtol, kRopeRtol)) << what;
   }
 }
 
@@ -355,9 +342,7 @@ TEST(CudaElementwise, EmbeddingEveryTableDtypeSmall) {
       Both table(random_tensor({V, H}, rng, -3, 3, dt));
       const std::vector<int32_t> ids = {0, 36, 5, 5, 17, 0, 36};
       Both y(HostTensor({static_cast<int64_t>(ids.size()), H}));
-      cpu_oracle().embedding(y.t(false), table.t(false), ids);
-      gpu().embedding(y.t(true), table.t(true), ids);
-      EXPECT_EQ(y.gpu_values(), y.h.values) << "embedding " << dtype_name(dt) << " H " << H;
+      EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.embedding(y.t(g), table.t(g), ids); }, y, 0, 0)) << "embedding " << dtype_name(dt) << " H " << H;  // bit-exact
     }
 }
 
@@ -369,9 +354,7 @@ TEST(CudaElementwise, EmbeddingStridedRowsSmall) {
   Both table(random_tensor({V, H}, rng, -3, 3, DType::kBF16), {H + 3, 1});
   Both y(HostTensor({4, H}), {H + 5, 1});
   const std::vector<int32_t> ids = {10, 0, 3, 10};
-  cpu_oracle().embedding(y.t(false), table.t(false), ids);
-  gpu().embedding(y.t(true), table.t(true), ids);
-  EXPECT_EQ(y.gpu_values(), y.h.values);
+  EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.embedding(y.t(g), table.t(g), ids); }, y, 0, 0));  // bit-exact
 }
 
 TEST(CudaElementwise, GatherRowsSmall) {
@@ -381,9 +364,7 @@ TEST(CudaElementwise, GatherRowsSmall) {
     Both x(random_tensor({9, N}, rng, -3, 3), {N + 4, 1});
     const std::vector<int32_t> rows = {8, 0, 4, 4};
     Both y(HostTensor({4, N}));
-    cpu_oracle().gather_rows(y.t(false), x.t(false), rows);
-    gpu().gather_rows(y.t(true), x.t(true), rows);
-    EXPECT_EQ(y.gpu_values(), y.h.values) << "gather_rows N " << N;
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.gather_rows(y.t(g), x.t(g), rows); }, y, 0, 0)) << "gather_rows N " << N;  // bit-exact
   }
 }
 
