@@ -1,0 +1,138 @@
+// The CUDA backend's paged KV cache write and GQA attention (kernels/attention/): argument checks shared with the
+// CPU (engine/backend/checks/attention_checks.h), the host-side work plan (tiles of query vectors, split-K over long
+// contexts) and the launches.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/checks/attention_checks.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/core/error.h"
+#include "kernels/attention/attention.h"
+#include "kernels/cuda_check.h"
+
+namespace ninfer::cuda {
+
+namespace {
+
+kern::KvCacheView cache_view(const KvLayer& c) {
+  kern::KvCacheView v;
+  v.k = rows_of(c.k);
+  v.v = rows_of(c.v);
+  if (c.k.dtype == DType::kI8) {
+    v.k_scale = rows_of(c.k_scale);
+    v.v_scale = rows_of(c.v_scale);
+  }
+  return v;
+}
+
+int sm_count(int device) {
+  static std::array<std::atomic<int>, 64> cached{};
+  if (device < 0 || device >= static_cast<int>(cached.size())) return 80;
+  int n = cached[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (n == 0) {
+    NINFER_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    cached[static_cast<size_t>(device)].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// Split-K: only when the batch's tiles give fewer than kCtasPerSm CTAs per SM, in ranges of at least kMinSplit keys.
+constexpr int64_t kCtasPerSm = 2;
+constexpr int64_t kMinSplit = 256;
+
+}  // namespace
+
+void CudaBackend::kv_write(const KvLayer& cache, const Tensor& k, const Tensor& v, std::span<const int32_t> slots) {
+  check_kv_write(cache, k, v, slots, Device::kCuda);
+  if (k.numel() == 0) return;
+  kern::kv_write(stream_, cache_view(cache), rows_of(k), rows_of(v), upload(slots), fault_slot());
+  after_launch("kv_write");
+}
+
+void CudaBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& cache, const PagedKv& kv, float scale) {
+  check_attention(out, q, cache, kv, Device::kCuda);
+  const int64_t T = q.dim(0), nh = q.dim(1), hd = q.dim(2), nkv = cache.k.dim(2);
+  if (hd > kern::kAttnMaxHeadDim)
+    fail(ErrorKind::kUnsupported, "attention: head_dim {} of q {} is above the {} the cuda kernels take", hd,
+         q.describe(), kern::kAttnMaxHeadDim);
+  if (T == 0 || hd == 0) return;
+  const int64_t G = nh / nkv, S = kv.num_seqs();
+
+  int64_t max_vectors = 0;
+  for (int64_t s = 0; s < S; ++s)
+    max_vectors = std::max<int64_t>(max_vectors, (kv.q_start[static_cast<size_t>(s + 1)] - kv.q_start[static_cast<size_t>(s)]) * G);
+  const kern::AttnConfig cfg = kern::attention_config(hd, max_vectors);
+  const int64_t M = cfg.m();
+
+  // Tiles of up to M query vectors of one sequence; a tile attends to keys [0, key_end).
+  struct Tile {
+    int32_t s, v0, nv, key_end, pos0, row0;
+  };
+  std::vector<Tile> tiles;
+  int64_t total_keys = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    const int32_t row0 = kv.q_start[static_cast<size_t>(s)];
+    const int32_t n_new = kv.q_start[static_cast<size_t>(s + 1)] - row0;
+    const int32_t pos0 = kv.seq_len[static_cast<size_t>(s)] - n_new;
+    const int64_t nvec = static_cast<int64_t>(n_new) * G;
+    for (int64_t v0 = 0; v0 < nvec; v0 += M) {
+      const int64_t nv = std::min(M, nvec - v0);
+      const int64_t last_row = (v0 + nv - 1) / G;
+      const auto key_end = static_cast<int32_t>(pos0 + last_row + 1);
+      tiles.push_back({static_cast<int32_t>(s), static_cast<int32_t>(v0), static_cast<int32_t>(nv), key_end, pos0, row0});
+      total_keys += key_end;
+    }
+  }
+  if (tiles.empty()) return;
+
+  int64_t split_len = INT32_MAX;
+  const int64_t target = kCtasPerSm * sm_count(device_);
+  if (static_cast<int64_t>(tiles.size()) * nkv < target) {
+    const int64_t per = (total_keys * nkv + target - 1) / target;
+    split_len = std::max(kMinSplit, (per + kern::kAttnSplitAlign - 1) / kern::kAttnSplitAlign * kern::kAttnSplitAlign);
+  }
+  std::vector<int32_t> items, combine;
+  items.reserve(tiles.size() * kern::kAttnItemInts);
+  int32_t slots = 0;
+  for (const Tile& t : tiles) {
+    const int64_t ns = (t.key_end + split_len - 1) / split_len;
+    if (ns <= 1) {
+      items.insert(items.end(), {t.s, t.v0, t.nv, 0, t.key_end, -1, t.pos0, t.row0});
+      continue;
+    }
+    for (int64_t i = 0; i < ns; ++i) {
+      const auto kb = static_cast<int32_t>(i * split_len);
+      const auto ke = static_cast<int32_t>(std::min<int64_t>(t.key_end, (i + 1) * split_len));
+      items.insert(items.end(), {t.s, t.v0, t.nv, kb, ke, slots + static_cast<int32_t>(i), t.pos0, t.row0});
+    }
+    combine.insert(combine.end(), {t.v0, t.nv, slots, static_cast<int32_t>(ns), t.row0});
+    slots += static_cast<int32_t>(ns);
+  }
+
+  kern::AttentionArgs a;
+  a.q = rows_of(q);
+  a.out = rows_of(out);
+  a.cache = cache_view(cache);
+  a.block_table = upload(kv.block_table.subspan(0, static_cast<size_t>(S * kv.max_blocks)));
+  a.max_blocks = kv.max_blocks;
+  a.n_heads = static_cast<int32_t>(nh);
+  a.n_kv = static_cast<int32_t>(nkv);
+  a.head_dim = static_cast<int32_t>(hd);
+  a.scale = scale;
+  a.items = upload(items);
+  a.n_items = static_cast<int64_t>(items.size()) / kern::kAttnItemInts;
+  a.combine = upload(combine);
+  a.n_combine = static_cast<int64_t>(combine.size()) / kern::kAttnCombineInts;
+  a.n_slots = slots;
+  a.config = cfg;
+  if (slots > 0)
+    a.partial = static_cast<float*>(workspace(
+        "attention_partials", static_cast<size_t>(kern::attention_partial_floats(slots, nkv, cfg)) * sizeof(float)));
+  kern::paged_attention(stream_, a);
+  after_launch("attention");
+}
+
+}  // namespace ninfer::cuda

@@ -1,0 +1,416 @@
+// Paged causal GQA attention (decode and prefill rows in one launch): a CTA of 4 warps per (work item, kv head)
+// reads K/V rows in place from the paged cache (f32/bf16/f16, or int8 codes with per-row f32 scales), scores them
+// against the query vectors of the item held in registers, and keeps an online softmax in f32; split items write
+// partials that attention_combine_kernel merges. Launch plan and item layout: attention.h.
+#include <cstdint>
+
+#include "kernels/attention/attention.h"
+#include "kernels/common/load.cuh"
+#include "kernels/common/reduce.cuh"
+#include "kernels/common/rows.cuh"
+
+namespace ninfer::kern {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * kWarpSize;
+static_assert(kAttnMaxHeadDim <= 4 * kThreads, "attention_combine_kernel keeps 4 dims per thread");
+constexpr unsigned kFull = 0xffffffffu;
+
+// Four consecutive elements of a K/V row starting at element d (a multiple of 4) as f32; elements at or past n read
+// as 0. `vec`: the row admits one aligned 4-element access (n % 4 == 0, aligned base and strides).
+template <typename T>
+__device__ __forceinline__ void load4(const T* row, int d, int n, bool vec, float (&x)[4]) {
+  if (vec) {
+    if (d < n) {
+      load_vec<4>(row + d, x);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = 0.0f;
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) x[i] = d + i < n ? to_float(row[d + i]) : 0.0f;
+}
+// int8 codes, widened exactly.
+template <>
+__device__ __forceinline__ void load4<int8_t>(const int8_t* row, int d, int n, bool vec, float (&x)[4]) {
+  if (vec) {
+    if (d < n) {
+      const char4 c = *reinterpret_cast<const char4*>(row + d);
+      x[0] = static_cast<float>(c.x);
+      x[1] = static_cast<float>(c.y);
+      x[2] = static_cast<float>(c.z);
+      x[3] = static_cast<float>(c.w);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = 0.0f;
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) x[i] = d + i < n ? static_cast<float>(row[d + i]) : 0.0f;
+}
+
+// v[j] holds this lane's partial dot for key j of a group of KG keys. Afterwards every lane holds the full
+// warp-wide sum for key (lane >> (5 − log2 KG)): log2 KG halving exchanges, then a butterfly over the rest.
+template <int KG>
+__device__ __forceinline__ float transpose_sum(float (&v)[KG], int lane) {
+#pragma unroll
+  for (int n = KG, o = 16; n > 1; n >>= 1, o >>= 1) {
+    const bool upper = (lane & o) != 0;
+#pragma unroll
+    for (int i = 0; i < n / 2; ++i) {
+      const float keep = upper ? v[i + n / 2] : v[i];
+      const float send = upper ? v[i] : v[i + n / 2];
+      v[i] = keep + __shfl_xor_sync(kFull, send, o);
+    }
+  }
+  float r = v[0];
+#pragma unroll
+  for (int o = 16 / KG; o > 0; o >>= 1) r += __shfl_xor_sync(kFull, r, o);
+  return r;
+}
+
+template <int KG>
+struct KeyLanes {
+  static constexpr int kShift = KG == 8 ? 2 : KG == 4 ? 3 : 4;  // lane >> kShift = the key a lane holds
+  static constexpr int kSpan = 1 << kShift;                     // lanes holding the same key
+};
+
+template <typename T, int NC, int MW>
+__global__ void __launch_bounds__(kThreads, 1) paged_attention_kernel(const AttentionArgs a) {
+  constexpr bool kI8 = sizeof(T) == 1;
+  constexpr int KG = MW >= 8 ? 4 : kAttnKeyGroup;
+  using Lanes = KeyLanes<KG>;
+  constexpr int kDP = 128 * NC;  // padded head dim
+  __shared__ float red_o[kWarps][MW][kDP];
+  __shared__ float red_ml[kWarps][MW][2];
+
+  const int lane = static_cast<int>(threadIdx.x) & (kWarpSize - 1);
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int wk_n = a.config.wk;
+  const int wq = warp / wk_n, wk = warp % wk_n;
+  const int32_t* it = a.items.data + static_cast<int64_t>(blockIdx.x) * kAttnItemInts;
+  const int s = it[0], v0 = it[1], nv = it[2], kb = it[3], ke = it[4], part = it[5], pos0 = it[6], row0 = it[7];
+  const int kh = static_cast<int>(blockIdx.y);
+  const int G = a.n_heads / a.n_kv, hd = a.head_dim;
+  const int m_tile = a.config.mw * a.config.wq;
+
+  // This warp's query vectors in registers: lane owns dims 4·lane + 128·c + [0, 4).
+  float q[MW][NC][4];
+  int pos[MW];
+#pragma unroll
+  for (int m = 0; m < MW; ++m) {
+    const int vi = wq * MW + m;
+    pos[m] = -1;
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q[m][c][i] = 0.0f;
+    if (vi < nv) {
+      const int qv = v0 + vi, r = qv / G, g = qv % G;
+      pos[m] = pos0 + r;
+      const float* qr = row_ptr<const float>(a.q, static_cast<int64_t>(row0 + r) * a.n_heads + kh * G + g);
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int d = 4 * lane + 128 * c + i;
+          q[m][c][i] = d < hd ? qr[d] : 0.0f;
+        }
+    }
+  }
+
+  const Rows& kc = a.cache.k;
+  const Rows& vc = a.cache.v;
+  const int bs = static_cast<int>(kc.lead[1]);
+  const T* k_head = static_cast<const T*>(kc.data) + kh * kc.lead_stride[2];
+  const T* v_head = static_cast<const T*>(vc.data) + kh * vc.lead_stride[2];
+  const float* ks_head = kI8 ? static_cast<const float*>(a.cache.k_scale.data) + kh : nullptr;
+  const float* vs_head = kI8 ? static_cast<const float*>(a.cache.v_scale.data) + kh : nullptr;
+  const int32_t* table = a.block_table.data + static_cast<int64_t>(s) * a.max_blocks;
+  const int my_key = lane >> Lanes::kShift;
+
+  float mx[MW], l[MW], o[MW][NC][4];
+#pragma unroll
+  for (int m = 0; m < MW; ++m) {
+    mx[m] = -INFINITY;
+    l[m] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[m][c][i] = 0.0f;
+  }
+
+  for (int g0 = kb + wk * KG; g0 < ke; g0 += wk_n * KG) {
+    // ---- scores of keys g0 .. g0 + KG − 1 ----
+    float part_s[MW][KG];
+    float my_ks = 0.0f, my_vs = 0.0f;
+    const int blk0 = g0 / bs, off0 = g0 - blk0 * bs;
+    int blk_i = blk0, off = off0;
+#pragma unroll
+    for (int j = 0; j < KG; ++j) {
+      float kx[NC][4];
+      if (g0 + j < ke) {
+        const int64_t block = table[blk_i];
+        const T* kr = k_head + block * kc.lead_stride[0] + off * kc.lead_stride[1];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) load4(kr, 4 * lane + 128 * c, hd, a.vec, kx[c]);
+        if constexpr (kI8) {
+          const float ksj = ks_head[block * a.cache.k_scale.lead_stride[0] + off * a.cache.k_scale.lead_stride[1]];
+          const float vsj = vs_head[block * a.cache.v_scale.lead_stride[0] + off * a.cache.v_scale.lead_stride[1]];
+          if (my_key == j) {
+            my_ks = ksj;
+            my_vs = vsj;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) kx[c][i] = 0.0f;
+      }
+      if (++off == bs) {
+        off = 0;
+        ++blk_i;
+      }
+#pragma unroll
+      for (int m = 0; m < MW; ++m) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc = fmaf(q[m][c][i], kx[c][i], acc);
+        part_s[m][j] = acc;
+      }
+    }
+
+    // ---- online softmax: lane holds key g0 + my_key ----
+    const int kp = g0 + my_key;
+    float p[MW];
+#pragma unroll
+    for (int m = 0; m < MW; ++m) {
+      float sc = transpose_sum<KG>(part_s[m], lane);
+      sc = kI8 ? sc * (my_ks * a.scale) : sc * a.scale;
+      if (!(kp < ke && kp <= pos[m])) sc = -INFINITY;
+      float gm = sc;
+#pragma unroll
+      for (int off2 = Lanes::kSpan; off2 < kWarpSize; off2 <<= 1) gm = fmaxf(gm, __shfl_xor_sync(kFull, gm, off2));
+      const float m_new = fmaxf(mx[m], gm);
+      p[m] = 0.0f;
+      if (m_new != -INFINITY) {  // warp-uniform
+        if (m_new > mx[m]) {
+          const float corr = expf(mx[m] - m_new);  // 0 on the first keys (mx = −inf)
+          l[m] *= corr;
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[m][c][i] *= corr;
+          mx[m] = m_new;
+        }
+        p[m] = expf(sc - m_new);  // 0 for masked keys
+        if ((lane & (Lanes::kSpan - 1)) == 0) l[m] += p[m];
+        if constexpr (kI8) p[m] *= my_vs;  // V rows enter as (p · v_scale) · code
+      }
+    }
+
+    // ---- o += p · V ----
+    blk_i = blk0;
+    off = off0;
+#pragma unroll
+    for (int j = 0; j < KG; ++j) {
+      float pj[MW];
+#pragma unroll
+      for (int m = 0; m < MW; ++m) pj[m] = __shfl_sync(kFull, p[m], j << Lanes::kShift);
+      if (g0 + j < ke) {  // warp-uniform
+        const T* vr = v_head + static_cast<int64_t>(table[blk_i]) * vc.lead_stride[0] + off * vc.lead_stride[1];
+        float vx[NC][4];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) load4(vr, 4 * lane + 128 * c, hd, a.vec, vx[c]);
+#pragma unroll
+        for (int m = 0; m < MW; ++m)
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[m][c][i] = fmaf(pj[m], vx[c][i], o[m][c][i]);
+      }
+      if (++off == bs) {
+        off = 0;
+        ++blk_i;
+      }
+    }
+  }
+
+#pragma unroll
+  for (int m = 0; m < MW; ++m) l[m] = warp_sum(l[m]);
+
+  // ---- merge the wk warps of each query group ----
+  if (wk_n > 1) {
+#pragma unroll
+    for (int m = 0; m < MW; ++m) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) red_o[warp][m][128 * c + 4 * lane + i] = o[m][c][i];
+      if (lane == 0) {
+        red_ml[warp][m][0] = mx[m];
+        red_ml[warp][m][1] = l[m];
+      }
+    }
+    __syncthreads();
+    if (wk != 0) return;
+#pragma unroll
+    for (int m = 0; m < MW; ++m) {
+      float big = -INFINITY;
+      for (int w = 1; w < wk_n; ++w) big = fmaxf(big, red_ml[warp + w][m][0]);
+      big = fmaxf(big, mx[m]);
+      if (big == -INFINITY) continue;  // no key of this range is visible to the vector
+      const float f0 = expf(mx[m] - big);
+      l[m] *= f0;
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[m][c][i] *= f0;
+      for (int w = 1; w < wk_n; ++w) {
+        const float mw_ = red_ml[warp + w][m][0];
+        const float f = mw_ == -INFINITY ? 0.0f : expf(mw_ - big);
+        l[m] = fmaf(f, red_ml[warp + w][m][1], l[m]);
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) o[m][c][i] = fmaf(f, red_o[warp + w][m][128 * c + 4 * lane + i], o[m][c][i]);
+      }
+      mx[m] = big;
+    }
+  }
+
+  // ---- write ----
+#pragma unroll
+  for (int m = 0; m < MW; ++m) {
+    const int vi = wq * MW + m;
+    if (vi >= nv) continue;
+    if (part < 0) {
+      const int qv = v0 + vi, r = qv / G, g = qv % G;
+      float* orow = row_ptr<float>(a.out, static_cast<int64_t>(row0 + r) * a.n_heads + kh * G + g);
+      const float inv = 1.0f / l[m];
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int d = 4 * lane + 128 * c + i;
+          if (d < hd) orow[d] = o[m][c][i] * inv;
+        }
+    } else {
+      const int64_t x = (static_cast<int64_t>(part) * a.n_kv + kh) * m_tile + vi;
+      float* po = a.partial + x * kDP;
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) po[128 * c + 4 * lane + i] = o[m][c][i];
+      if (lane == 0) {
+        float* ml = a.partial + a.n_slots * a.n_kv * m_tile * kDP + 2 * x;
+        ml[0] = mx[m];
+        ml[1] = l[m];
+      }
+    }
+  }
+}
+
+// One CTA per (combine entry, kv head): out = Σ_s e^{m_s − M} o_s / Σ_s e^{m_s − M} l_s over the entry's splits.
+// The split weights e^{m_s − M} of one vector are computed once into shared memory, kCombineChunk splits at a time.
+constexpr int kCombineChunk = kThreads;
+__global__ void __launch_bounds__(kThreads) attention_combine_kernel(const AttentionArgs a) {
+  __shared__ float weight[kCombineChunk];
+  __shared__ float scratch[kBlockScratch];
+  const int32_t* e = a.combine.data + static_cast<int64_t>(blockIdx.x) * kAttnCombineInts;
+  const int v0 = e[0], nv = e[1], part0 = e[2], ns = e[3], row0 = e[4];
+  const int kh = static_cast<int>(blockIdx.y);
+  const int G = a.n_heads / a.n_kv, hd = a.head_dim;
+  const int m_tile = a.config.mw * a.config.wq;
+  const int dp = a.config.nc * 128;
+  const int tid = static_cast<int>(threadIdx.x);
+  // slot p's entry for vector vi is x = (p · n_kv + kh) · m_tile + vi; consecutive splits are `step` apart
+  const int64_t step = static_cast<int64_t>(a.n_kv) * m_tile;
+  const float* ml = a.partial + a.n_slots * step * dp;
+  for (int vi = 0; vi < nv; ++vi) {
+    const int64_t x0 = (static_cast<int64_t>(part0) * a.n_kv + kh) * m_tile + vi;
+    float big = -INFINITY;
+    for (int sp = tid; sp < ns; sp += kThreads) big = fmaxf(big, ml[2 * (x0 + sp * step)]);
+    big = block_max(big, scratch);
+    float acc_l = 0.0f;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // dims tid, tid + 128, ... (head_dim <= 512)
+    for (int c0 = 0; c0 < ns; c0 += kCombineChunk) {
+      __syncthreads();  // the previous chunk's weights are consumed
+      const int sp = c0 + tid;
+      if (sp < ns) {
+        const float ms = ml[2 * (x0 + sp * step)];
+        const float w = ms == -INFINITY ? 0.0f : expf(ms - big);
+        weight[tid] = w;
+        acc_l = fmaf(w, ml[2 * (x0 + sp * step) + 1], acc_l);
+      }
+      __syncthreads();
+      const int n = min(kCombineChunk, ns - c0);
+      for (int j = 0; j < n; ++j) {
+        const float w = weight[j];
+        const float* po = a.partial + (x0 + static_cast<int64_t>(c0 + j) * step) * dp;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (tid + kThreads * i < hd) acc[i] = fmaf(w, po[tid + kThreads * i], acc[i]);
+      }
+    }
+    const float inv = 1.0f / block_sum(acc_l, scratch);
+    const int qv = v0 + vi, r = qv / G, g = qv % G;
+    float* orow = row_ptr<float>(a.out, static_cast<int64_t>(row0 + r) * a.n_heads + kh * G + g);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (tid + kThreads * i < hd) orow[tid + kThreads * i] = acc[i] * inv;
+  }
+}
+
+template <typename T, int NC>
+void launch_nc(cudaStream_t stream, const AttentionArgs& a, dim3 grid) {
+  switch (a.config.mw) {
+    case 1: paged_attention_kernel<T, NC, 1><<<grid, kThreads, 0, stream>>>(a); break;
+    case 2: paged_attention_kernel<T, NC, 2><<<grid, kThreads, 0, stream>>>(a); break;
+    case 4:
+      if constexpr (NC <= 2) paged_attention_kernel<T, NC, 4><<<grid, kThreads, 0, stream>>>(a);
+      break;
+    case 8:
+      if constexpr (NC == 1) paged_attention_kernel<T, NC, 8><<<grid, kThreads, 0, stream>>>(a);
+      break;
+    default: break;
+  }
+}
+
+template <typename T>
+void launch_type(cudaStream_t stream, const AttentionArgs& a, dim3 grid) {
+  switch (a.config.nc) {
+    case 1: launch_nc<T, 1>(stream, a, grid); break;
+    case 2: launch_nc<T, 2>(stream, a, grid); break;
+    case 4: launch_nc<T, 4>(stream, a, grid); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void paged_attention(cudaStream_t stream, const AttentionArgs& in) {
+  if (in.n_items == 0) return;
+  AttentionArgs args = in;
+  args.vec = rows_vectorizable(args.cache.k, 4) && rows_vectorizable(args.cache.v, 4);
+  const dim3 grid(static_cast<unsigned>(args.n_items), static_cast<unsigned>(args.n_kv));
+  if (args.cache.k.type == KType::kI8) {
+    launch_type<int8_t>(stream, args, grid);
+  } else {
+    visit_float_type(args.cache.k.type, [&](auto tag) { launch_type<decltype(tag)>(stream, args, grid); });
+  }
+  if (args.n_combine > 0) {
+    const dim3 cgrid(static_cast<unsigned>(args.n_combine), static_cast<unsigned>(args.n_kv));
+    attention_combine_kernel<<<cgrid, kThreads, 0, stream>>>(args);
+  }
+}
+
+}  // namespace ninfer::kern
