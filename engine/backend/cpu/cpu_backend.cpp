@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "engine/backend/checks/elementwise_checks.h"
+#include "engine/backend/checks/linear_checks.h"
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -173,22 +174,12 @@ void check_batch(const char* op, std::span<const int32_t> q_start, int64_t token
 // ---- dense ----
 
 void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) {
+  const auto [M, N, K] = check_linear(y, x, w, Device::kCpu);  // engine/backend/checks/linear_checks.h
   if (w.dtype == DType::kNVFP4) {
     linear_nvfp4(y, x, w, accumulate);  // nvfp4_linear.cpp
     return;
   }
-  check_f32("linear", "y", y);
-  check_f32("linear", "x", x);
-  check_weight("linear", "w", w);
-  if (w.ndim != 2) fail(ErrorKind::kInvalidArgument, "linear: w must be [N, K], got {}", w.describe());
-  if (!x.rows_uniform() || !y.rows_uniform())
-    fail(ErrorKind::kInvalidArgument, "linear: x {} and y {} need equally spaced rows", x.describe(), y.describe());
-  const int64_t M = x.rows(), K = x.row_size(), N = w.dim(0);
-  if (w.dim(1) != K || y.rows() != M || y.row_size() != N)
-    fail(ErrorKind::kInvalidArgument, "linear: y {} = x {} · wᵀ {} shape mismatch", y.describe(), x.describe(),
-         w.describe());
   if (M == 0 || N == 0) return;
-  if (y.data == x.data) fail(ErrorKind::kInvalidArgument, "linear: y must not alias x ({})", x.describe());
   const GemmFn fn = k_->gemm(w.dtype);
   const int64_t xs = x.row_stride(), ys = y.row_stride(), ws = w.row_stride();
   const auto* xp = static_cast<const float*>(x.data);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/artifact/dtype.h"
+#include "engine/backend/checks/linear_checks.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 #include "engine/core/error.h"
 #include "engine/quant/nvfp4.h"
@@ -33,14 +34,8 @@ const std::array<float, 256>& e4m3_table() {
 }  // namespace
 
 Nvfp4Weight nvfp4_weight(const char* op, const Tensor& w) {
-  if (w.dtype != DType::kNVFP4) fail(ErrorKind::kInvalidArgument, "{}: weight {} is not nvfp4", op, w.describe());
-  if (w.device != Device::kCpu) fail(ErrorKind::kInvalidArgument, "{}: weight {} is not a cpu tensor", op, w.describe());
-  if (w.ndim != 2) fail(ErrorKind::kInvalidArgument, "{}: nvfp4 weight must be [N, K], got {}", op, w.describe());
+  check_nvfp4_weight_on(op, w, Device::kCpu);
   const int64_t N = w.dim(0), K = w.dim(1);
-  if (K % static_cast<int64_t>(kNvfp4BlockSize) != 0 || w.stride[0] != K || w.stride[1] != 1)
-    fail(ErrorKind::kInvalidArgument, "{}: nvfp4 weight {} must be a whole contiguous entry with K % 16 == 0", op,
-         w.describe());
-  if (w.data == nullptr && N * K > 0) fail(ErrorKind::kInvalidArgument, "{}: nvfp4 weight has no data", op);
   const std::array<int64_t, 2> shape = {N, K};
   const Nvfp4Layout layout = *nvfp4_layout(shape);
   Nvfp4Weight v;
