@@ -1,0 +1,206 @@
+// ninfer-bench-cuda: the CUDA backend's ops at the seed model's shapes (Qwen3.5-27B: hidden 5120, MLP 17408, 24 query
+// heads / 4 KV heads of 256 in attention, 16 key / 48 value heads of 128 in Gated DeltaNet), timed through the
+// Backend interface, in GB/s and % of the device-to-device copy bandwidth measured in the same run (bytes read +
+// written), and TFLOP/s for prefill GEMMs. Correctness is the op suite's (tests/cuda); this only times.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda_backend.h"
+#include "engine/core/error.h"
+#include "engine/quant/nvfp4.h"
+
+using namespace ninfer;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Tensor contiguous(void* data, DType dtype, Device device, const std::vector<int64_t>& shape) {
+  Tensor t;
+  t.data = data;
+  t.dtype = dtype;
+  t.device = device;
+  t.ndim = static_cast<int>(shape.size());
+  int64_t s = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    t.shape[static_cast<size_t>(i)] = shape[static_cast<size_t>(i)];
+    t.stride[static_cast<size_t>(i)] = s;
+    s *= shape[static_cast<size_t>(i)];
+  }
+  return t;
+}
+
+// Device tensors the bench owns.
+struct Pool {
+  Backend& be;
+  std::mt19937 rng{1};
+  std::vector<Buffer> keep;
+
+  // Raw bytes uploaded, viewed as `dtype` with `shape` (nvfp4: the packed entry).
+  Tensor upload(const void* host, size_t bytes, DType dtype, const std::vector<int64_t>& shape) {
+    keep.push_back(be.alloc(bytes));
+    be.copy(Tensor::make(keep.back().data(), DType::kI8, {static_cast<int64_t>(bytes)}, be.device()),
+            Tensor::make(const_cast<void*>(host), DType::kI8, {static_cast<int64_t>(bytes)}));
+    return contiguous(keep.back().data(), dtype, be.device(), shape);
+  }
+  std::vector<float> random(int64_t n, float scale) {
+    std::vector<float> h(static_cast<size_t>(n));
+    std::uniform_real_distribution<float> u(-scale, scale);
+    for (auto& v : h) v = u(rng);
+    return h;
+  }
+  Tensor f32(const std::vector<int64_t>& shape, float scale = 1.0f) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const auto h = random(n, scale);
+    return upload(h.data(), h.size() * 4, DType::kF32, shape);
+  }
+  Tensor bf16(int64_t N, int64_t K) {
+    const auto h = random(N * K, 0.05f);
+    std::vector<uint16_t> b(h.size());
+    for (size_t i = 0; i < h.size(); ++i) {
+      uint32_t u;
+      std::memcpy(&u, &h[i], 4);
+      b[i] = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    }
+    return upload(b.data(), b.size() * 2, DType::kBF16, {N, K});
+  }
+  Tensor nvfp4(int64_t N, int64_t K) {
+    const auto h = random(N * K, 0.05f);
+    const int64_t shape[2] = {N, K};
+    const auto layout = nvfp4_layout(shape);
+    std::vector<std::byte> packed(layout->total_bytes);
+    quantize_nvfp4(h.data(), static_cast<uint64_t>(N), static_cast<uint64_t>(K), packed);
+    return upload(packed.data(), packed.size(), DType::kNVFP4, {N, K});
+  }
+};
+
+// Mean seconds per call over `reps` calls after two warm-ups, the stream synchronized around the timed loop (launch
+// overheads included, as a decode step sees them without CUDA graphs).
+double time_op(Backend& be, int reps, const std::function<void()>& fn) {
+  fn();
+  fn();
+  be.synchronize();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < reps; ++i) fn();
+  be.synchronize();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+}
+
+struct Report {
+  double copy_bw = 0;  // bytes read + written per second
+  void row(const std::string& op, const std::string& shape, double s, double bytes, double flops = 0) {
+    const double bw = bytes / s;
+    fmt::print("{:<28} {:<34} {:>10.1f} {:>9.1f} {:>7.1f}% {:>9}\n", op, shape, s * 1e6, bw / 1e9, 100.0 * bw / copy_bw,
+               flops > 0 ? fmt::format("{:.1f}", flops / s / 1e12) : std::string("-"));
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CUDA backend op bench: GB/s and % of the device copy bandwidth at the seed model's shapes"};
+  int device = 0, reps = 20;
+  int64_t context = 32768;
+  std::string only = "all";
+  app.add_option("--device", device, "CUDA device");
+  app.add_option("--reps", reps, "timed calls per op (mean reported)");
+  app.add_option("--context", context, "attention decode context (tokens in the cache)");
+  app.add_option("--only", only, "all | linear | attention | gdn | norm");
+  CLI11_PARSE(app, argc, argv);
+
+  std::unique_ptr<Backend> be;
+  try {
+    be = make_cuda_backend({.device = device});
+  } catch (const Error& e) {
+    fmt::print(stderr, "ninfer-bench-cuda: no CUDA backend to time: {}\n", e.what());
+    return 2;
+  }
+  Pool pool{*be};
+  Report rep;
+  {  // the roofline of this run: a 1 GiB device-to-device copy
+    const int64_t n = int64_t{1} << 28;
+    Buffer a = be->alloc(static_cast<size_t>(n) * 4), b = be->alloc(static_cast<size_t>(n) * 4);
+    Tensor ta = contiguous(a.data(), DType::kF32, be->device(), {n}), tb = contiguous(b.data(), DType::kF32, be->device(), {n});
+    const double s = time_op(*be, 10, [&] { be->copy(tb, ta); });
+    rep.copy_bw = 2.0 * double(n) * 4 / s;
+  }
+  fmt::print("backend {}\ndevice-to-device copy: {:.1f} GB/s (bytes read + written)\n\n", be->name(), rep.copy_bw / 1e9);
+  fmt::print("{:<28} {:<34} {:>10} {:>9} {:>8} {:>9}\n", "op", "shape", "us", "GB/s", "of copy", "TFLOP/s");
+  const bool all = only == "all";
+
+  if (all || only == "linear") {
+    const int64_t H = 5120, I = 17408;
+    for (auto [name, w] : {std::pair{"bf16", pool.bf16(I, H)}, std::pair{"nvfp4", pool.nvfp4(I, H)}}) {
+      const double wbytes = name == std::string("bf16") ? double(I) * H * 2 : double(I) * H * 0.5625;
+      for (int64_t M : {1, 4, 8}) {
+        Tensor x = pool.f32({M, H}), y = pool.f32({M, I});
+        rep.row(fmt::format("linear {} M={}", name, M), fmt::format("[{}x{}]·[{}x{}]T", M, H, I, H),
+                time_op(*be, reps, [&] { be->linear(y, x, w); }), wbytes + double(M) * (H + I) * 4,
+                2.0 * M * H * I);
+      }
+      const int64_t M = 2048;
+      Tensor x = pool.f32({M, H}), y = pool.f32({M, I});
+      rep.row(fmt::format("linear {} M={}", name, M), fmt::format("[{}x{}]·[{}x{}]T", M, H, I, H),
+              time_op(*be, std::max(2, reps / 10), [&] { be->linear(y, x, w); }), wbytes + double(M) * (H + I) * 4,
+              2.0 * M * H * I);
+    }
+  }
+  if (all || only == "norm") {
+    for (int64_t T : {1, 2048}) {
+      Tensor x = pool.f32({T, 5120}), w = pool.f32({5120}), y = pool.f32({T, 5120});
+      rep.row(fmt::format("rms_norm T={}", T), "[T, 5120]", time_op(*be, reps, [&] { be->rms_norm(y, x, w, 1e-6f, 1.0f); }),
+              2.0 * T * 5120 * 4);
+    }
+  }
+  if (all || only == "attention") {
+    const int64_t nh = 24, nkv = 4, hd = 256, bs = 16;
+    const int64_t blocks = (context + bs - 1) / bs;
+    for (DType kv : {DType::kBF16, DType::kI8}) {
+      const size_t eb = dtype_element_bytes(kv);
+      KvLayer layer;
+      const size_t bytes = static_cast<size_t>(blocks * bs * nkv * hd) * eb;
+      Buffer kb = be->alloc(bytes), vb = be->alloc(bytes);
+      layer.k = contiguous(kb.data(), kv, be->device(), {blocks, bs, nkv, hd});
+      layer.v = contiguous(vb.data(), kv, be->device(), {blocks, bs, nkv, hd});
+      Buffer ks, vs;
+      if (kv == DType::kI8) {
+        ks = be->alloc(static_cast<size_t>(blocks * bs * nkv) * 4);
+        vs = be->alloc(static_cast<size_t>(blocks * bs * nkv) * 4);
+        layer.k_scale = contiguous(ks.data(), DType::kF32, be->device(), {blocks, bs, nkv});
+        layer.v_scale = contiguous(vs.data(), DType::kF32, be->device(), {blocks, bs, nkv});
+      }
+      std::vector<int32_t> table(static_cast<size_t>(blocks));
+      for (int64_t b = 0; b < blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>((b * 7919) % blocks);
+      std::vector<int32_t> q_start = {0, 1}, seq_len = {static_cast<int32_t>(context)};
+      Tensor q = pool.f32({1, nh, hd}), out = pool.f32({1, nh, hd});
+      PagedKv paged{q_start, seq_len, table, static_cast<int32_t>(blocks)};
+      const double kv_bytes = 2.0 * double(context) * nkv * (hd * eb + (kv == DType::kI8 ? 4 : 0));
+      rep.row(fmt::format("attention decode {}", dtype_name(kv)), fmt::format("ctx {} 24/4 heads hd 256", context),
+              time_op(*be, reps, [&] { be->attention(out, q, layer, paged, 0.0625f); }), kv_bytes);
+    }
+  }
+  if (all || only == "gdn") {
+    const int64_t nk = 16, nv = 48, dk = 128, dv = 128;
+    Tensor state = pool.f32({1, nv, dk, dv}, 0.01f);
+    std::vector<int32_t> slot = {0};
+    for (int64_t T : {1, 2048}) {
+      std::vector<int32_t> q_start = {0, static_cast<int32_t>(T)};
+      SeqBatch batch{q_start, slot};
+      Tensor q = pool.f32({T, nk, dk}, 0.08f), k = pool.f32({T, nk, dk}, 0.08f), v = pool.f32({T, nv, dv});
+      Tensor g = pool.f32({T, nv}, 0.1f), beta = pool.f32({T, nv}, 0.5f), out = pool.f32({T, nv, dv});
+      const double bytes = 2.0 * nv * dk * dv * 4 + double(T) * (2 * nk * dk + 2 * nv * dv + 2 * nv) * 4;
+      rep.row(fmt::format("gated_delta_rule T={}", T), "16/48 heads 128x128 state",
+              time_op(*be, T == 1 ? reps : std::max(2, reps / 10),
+                      [&] { be->gated_delta_rule(out, q, k, v, g, beta, state, batch); }),
+              bytes);
+    }
+  }
+  return 0;
+}
