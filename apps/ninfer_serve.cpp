@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
     eo.greedy = opt.greedy;
     eo.prefix_cache = opt.prefix_reuse;
     eo.prefix_snapshots = opt.prefix_snapshots.value_or(0);
+    eo.output_ids = ninfer::server::tokenizer_output_ids(tokenizer, config.vocab_size);  // padded rows never produced
     if (opt.spec != ninfer::server::SpecMethod::kNone) {
       eo.drafter = std::move(drafter);
       eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));

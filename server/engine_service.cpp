@@ -74,10 +74,15 @@ class RequestBridge final : public RequestObserver {
   }
 
   void on_finish(const RequestResult& r) override {
-    if (!stopped_) {
-      emit(detok_.finish(), false, 0, {});
-      if (parse_reasoning_) route(parser_.finish(), 0, {});
-      flush_content(true);
+    std::string failed;  // the last text could not be produced: the request still gets its one FinalResult
+    try {
+      if (!stopped_) {
+        emit(detok_.finish(), false, 0, {});
+        if (parse_reasoning_) route(parser_.finish(), 0, {});
+        flush_content(true);
+      }
+    } catch (const std::exception& e) {
+      failed = e.what();
     }
     FinalResult f;
     f.prompt_tokens = r.prompt_tokens;
@@ -92,6 +97,7 @@ class RequestBridge final : public RequestObserver {
       case FinishReason::kCancelled: f.stop_reason = StopReason::kCancelled; break;
       case FinishReason::kError: f.stop_reason = StopReason::kError, f.error = r.error; break;
     }
+    if (!failed.empty() && r.reason != FinishReason::kError) f.stop_reason = StopReason::kError, f.error = failed;
     // A matched stop string ended the answer the client sees, whatever the engine did after it: the cancel it asked
     // for, or an output limit / stop token the engine reached before the cancel arrived (a fast engine does).
     if (stopped_ && r.reason != FinishReason::kError) f.stop_reason = StopReason::kStopString, f.stop_string = matched_;
@@ -217,11 +223,40 @@ ninfer::SamplingParams to_engine(const server::SamplingParams& s) {
 
 EngineService::EngineService(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template,
                              EngineServiceConfig config)
-    : engine_(engine), tokenizer_(tokenizer), template_(std::move(chat_template)), config_(std::move(config)) {}
+    : engine_(engine), tokenizer_(tokenizer), template_(std::move(chat_template)), config_(std::move(config)) {
+  const int64_t vocab = engine_.config().vocab_size;
+  if (!engine_.options().output_ids.empty()) return;
+  const std::vector<uint8_t> has = tokenizer_output_ids(tokenizer_, vocab);
+  for (int64_t id = 0; id < static_cast<int64_t>(has.size()); ++id)
+    if (!has[static_cast<size_t>(id)])
+      fail(ErrorKind::kInvalidArgument,
+           "the model has {} token ids but the tokenizer has no id {} (a padded embedding row): the engine must be "
+           "built with EngineOptions::output_ids = tokenizer_output_ids(), or it could produce ids nothing decodes",
+           vocab, id);
+}
 
 EngineLoad EngineService::load() const {
   EngineStats s = engine_.stats();
   return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total, s.prefix.nodes, s.prefix.snapshots};
+}
+
+std::vector<uint8_t> tokenizer_output_ids(const Tokenizer& tok, int64_t vocab_size) {
+  std::vector<uint8_t> ids(static_cast<size_t>(vocab_size), 0);
+  bool all = true;
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    bool has = id < tok.vocab_size() && tok.is_added(id);
+    if (!has && id < tok.vocab_size()) {
+      try {
+        tok.token_bytes(id);  // throws for an id the vocabulary skips
+        has = true;
+      } catch (const Error&) {
+      }
+    }
+    ids[static_cast<size_t>(id)] = has ? 1 : 0;
+    all = all && has;
+  }
+  if (all) ids.clear();
+  return ids;
 }
 
 EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) const {
@@ -235,8 +270,10 @@ EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) co
     return p;
   }
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  for (const auto& m : r.messages) {
-    nlohmann::ordered_json j = {{"role", m.role}, {"content", m.content}};
+  for (size_t i = 0; i < r.messages.size(); ++i) {
+    const auto& m = r.messages[i];
+    // OpenAI's developer role is the system role of models that predate it (OpenAI and vLLM map it so).
+    nlohmann::ordered_json j = {{"role", m.role == "developer" ? "system" : m.role}, {"content", m.content}};
     if (!m.reasoning.empty()) j["reasoning_content"] = m.reasoning;
     if (!m.name.empty()) j["name"] = m.name;
     if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
@@ -259,6 +296,16 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
   SubmitResult out;
   Prompt prompt;
   std::optional<int64_t> budget = request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
+  // The template takes one system (or developer) message, first: say so, and where, rather than its own words.
+  for (size_t i = 1; request.kind == PromptKind::kChat && i < request.messages.size(); ++i) {
+    const std::string& role = request.messages[i].role;
+    if (role == "system" || role == "developer")
+      return {0, RejectKind::kInvalid,
+              fmt::format("A '{}' message must be the first message: this model's chat template takes one system "
+                          "message, at the start. Merge its text into messages[0] (or make it messages[0]), or send "
+                          "it with role 'user'.", role),
+              fmt::format("messages[{}].role", i), 0};
+  }
   try {
     prompt = build_prompt(request);
     // The effort's budget, capped by the server-wide --reasoning-budget (request.reasoning_budget carries it).

@@ -23,7 +23,8 @@ struct EngineServiceConfig {
 
 class EngineService final : public EnginePort {
  public:
-  // `engine` and `tokenizer` must outlive the service.
+  // `engine` and `tokenizer` must outlive the service. Throws Error(kInvalidArgument) when the engine may produce an
+  // id the tokenizer lacks (build it with EngineOptions::output_ids = tokenizer_output_ids(...)).
   EngineService(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template, EngineServiceConfig config);
 
   bool ready() const override { return true; }
@@ -52,5 +53,8 @@ class EngineService final : public EnginePort {
 std::vector<int32_t> default_stop_ids(const nlohmann::json& generation_config, const Tokenizer& tokenizer);
 // Sampling defaults from generation_config.json (temperature, top_p, top_k, min_p, repetition_penalty).
 SamplingParams default_sampling(const nlohmann::json& generation_config);
+// EngineOptions::output_ids for a model of `vocab_size` ids and this tokenizer: 1 for the ids the tokenizer has,
+// 0 for the rest (padded embedding rows, gaps). Empty when the tokenizer has every id below vocab_size.
+std::vector<uint8_t> tokenizer_output_ids(const Tokenizer& tokenizer, int64_t vocab_size);
 
 }  // namespace ninfer::server

@@ -1,6 +1,7 @@
 #include "engine/runtime/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -45,6 +46,15 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   if (options_.max_context <= 0 || options_.prefill_chunk <= 0 || options_.max_concurrency <= 0)
     fail(ErrorKind::kInvalidArgument, "engine options: max_context, prefill_chunk and max_concurrency must be positive");
   if (options_.kv_capacity == 0) options_.kv_capacity = options_.max_concurrency * options_.max_context;
+  if (!options_.output_ids.empty()) {
+    if (static_cast<int64_t>(options_.output_ids.size()) != config_.vocab_size)
+      fail(ErrorKind::kInvalidArgument, "engine options: output_ids has {} flags but the model's vocab_size is {}",
+           options_.output_ids.size(), config_.vocab_size);
+    for (int32_t id = 0; id < config_.vocab_size; ++id)
+      if (!options_.output_ids[static_cast<size_t>(id)]) masked_ids_.push_back(id);
+    if (static_cast<int64_t>(masked_ids_.size()) == config_.vocab_size)
+      fail(ErrorKind::kInvalidArgument, "engine options: output_ids allows no id at all");
+  }
   backend_ = make_backend({.kind = options_.backend,
                            .device = options_.device,
                            .threads = options_.threads,
@@ -110,9 +120,13 @@ SubmitOutcome Engine::submit(EngineRequest request, std::shared_ptr<RequestObser
   SubmitOutcome out;
   const int64_t n = static_cast<int64_t>(request.prompt.size());
   if (n == 0) return {0, SubmitStatus::kInvalid, "the prompt is empty"};
-  for (int32_t id : request.prompt)
+  for (int32_t id : request.prompt) {
     if (id < 0 || id >= config_.vocab_size)
       return {0, SubmitStatus::kInvalid, fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, config_.vocab_size)};
+    if (!options_.output_ids.empty() && !options_.output_ids[static_cast<size_t>(id)])
+      return {0, SubmitStatus::kInvalid,
+              fmt::format("prompt token id {} is not a token of the tokenizer (a padded embedding row)", id)};
+  }
   if (request.max_tokens < 0) return {0, SubmitStatus::kInvalid, "max_tokens must be positive"};
   const int64_t wanted = std::max<int64_t>(request.max_tokens, 1);  // at least one output token
   if (n + wanted > options_.max_context)
@@ -185,7 +199,31 @@ void Engine::finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::str
   t.total_s = seconds(seq->accepted, now);
   r.spec = std::move(seq->spec);
   publish_stats();  // before on_finish, so a caller woken by it sees the freed blocks
-  if (seq->observer) seq->observer->on_finish(r);
+  if (!seq->observer) return;
+  try {
+    seq->observer->on_finish(r);
+  } catch (const std::exception& e) {
+    spdlog::error("request {}: the observer's on_finish threw: {}", seq->id, e.what());
+  } catch (...) {
+    spdlog::error("request {}: the observer's on_finish threw", seq->id);
+  }
+}
+
+void Engine::mask(std::span<float> logits) const {
+  for (int32_t id : masked_ids_) logits[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+}
+
+std::optional<std::string> Engine::deliver(Sequence& seq, std::span<const OutputToken> tokens) {
+  try {
+    seq.observer->on_tokens(tokens);
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    spdlog::error("request {}: its output could not be handled, the request ends: {}", seq.id, e.what());
+    return fmt::format("the output of the request could not be handled: {}", e.what());
+  } catch (...) {
+    spdlog::error("request {}: its output could not be handled (unknown exception), the request ends", seq.id);
+    return std::string("the output of the request could not be handled");
+  }
 }
 
 void Engine::append_output(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out, bool forced) {
@@ -270,6 +308,7 @@ std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std:
   int32_t rows = 0, accepted = 0;  // committed rows of the block, accepted drafts
   for (int32_t j = 0; j <= k; ++j) {
     std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(j) * V), V, row_.begin());
+    mask(row_);
     bool ok = false, forced = false;
     const SampledToken tok = j < k ? s.sampler->verify(row_, block[static_cast<size_t>(j) + 1], ok) : s.sampler->sample(row_);
     ++rows;
@@ -352,11 +391,16 @@ void Engine::step() {
       if (!s.prefilling()) {  // a prompt chunk that does not finish the prompt has nothing to sample
         if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
         std::copy_n(rows.begin(), V, row_.begin());
+        mask(row_);
         bool forced = false;
         reason = commit(s, s.sampler->sample(row_), out, forced);
       }
     }
-    if (!out.empty() && s.observer) s.observer->on_tokens(out);
+    if (!out.empty() && s.observer)
+      if (std::optional<std::string> failed = deliver(s, out)) {
+        finish(scheduler_->remove(s.id), FinishReason::kError, std::move(*failed));
+        continue;
+      }
     if (reason) {
       finish(scheduler_->remove(s.id), *reason);
       continue;

@@ -6,6 +6,9 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -46,6 +49,11 @@ struct EngineOptions {
   // speculative decoding yet (the drafters keep their own caches): with a drafter it is off, and prefix_reuse() says so.
   bool prefix_cache = false;
   int32_t prefix_snapshots = 0;     // GDN state snapshots the cache may hold (hybrid models); 0 = 2 × max_concurrency
+  // The ids the model may produce (docs/api.md, "Padded vocabularies"): empty = every id below vocab_size; else
+  // vocab_size flags, 0 for an id the tokenizer lacks (a padded embedding row). Such ids get a −inf logit before every
+  // sampling and speculative verification, so they are never produced nor listed in logprobs; prompts holding them
+  // are refused.
+  std::vector<uint8_t> output_ids = {};
 };
 
 // The limits the engine builds its drafter with, for a context of max_context tokens (the memory plan asks for other
@@ -101,6 +109,10 @@ class Engine {
   void publish_stats();  // engine thread: copies the scheduler's counts into stats_
   void finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error = {});
   void append_output(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out, bool forced);
+  // Sets the logits of the ids the model may not produce (EngineOptions::output_ids) to −inf.
+  void mask(std::span<float> logits) const;
+  // Hands tokens to the request's observer; whatever it throws ends that request alone: returns the error then.
+  std::optional<std::string> deliver(Sequence& seq, std::span<const OutputToken> tokens);
   // Appends a sampled token, then whatever the controller forces after it (setting `forced`), as plain decode does;
   // returns why the sequence ends, if it does.
   std::optional<FinishReason> commit(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out,
@@ -135,6 +147,7 @@ class Engine {
   std::vector<float> row_;
   std::vector<DraftRequest> draft_reqs_;
   std::vector<int32_t> block_of_;  // per plan entry: index of its drafted block, −1 = plain decode / prefill
+  std::vector<int32_t> masked_ids_;  // the ids EngineOptions::output_ids rules out
   SpecStats spec_totals_;
 
   mutable std::mutex mu_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace ninfer {
@@ -23,7 +24,11 @@ void fill_logprobs(std::span<const float> logits, int32_t id, int32_t k, Sampled
     return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
            (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
   });
-  for (size_t i = 0; i < kk; ++i) out.top.emplace_back(idx[i], logits[static_cast<size_t>(idx[i])] - lse);
+  for (size_t i = 0; i < kk; ++i) {
+    const float l = logits[static_cast<size_t>(idx[i])];
+    if (l == -std::numeric_limits<float>::infinity()) break;  // an id the engine masked (never produced)
+    out.top.emplace_back(idx[i], l - lse);
+  }
 }
 
 int32_t argmax(std::span<const float> logits) {
@@ -83,6 +88,8 @@ TokenDist Sampler::distribution(std::span<float> logits) {
   } else {
     std::sort(order_.begin(), order_.end(), by_logit);
   }
+  // Masked ids (−inf, EngineOptions::output_ids) sort last and are no candidates at all.
+  while (n > 1 && logits[static_cast<size_t>(order_[n - 1])] == -std::numeric_limits<float>::infinity()) --n;
   std::vector<double>& p = weights_;
   p.resize(n);
   double sum = 0;

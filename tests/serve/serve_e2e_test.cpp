@@ -128,6 +128,33 @@ TEST_F(ServeE2E, ChatAppliesTheTemplateLikeTransformersAndSplitsReasoning) {
   }
 }
 
+// Issue 16 #9: the developer role was refused ("Unexpected message role."); OpenAI maps it to system.
+TEST_F(ServeE2E, DeveloperIsTheSystemRoleAndALateOneSaysWhatToDo) {
+  auto chat = [](const std::string& role) {
+    return nlohmann::json{{"model", "serve-fixture"},
+                          {"messages", {{{"role", role}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
+                          {"max_tokens", 8},
+                          {"temperature", 0}};
+  };
+  auto sys = post("/v1/chat/completions", chat("system"));
+  auto dev = post("/v1/chat/completions", chat("developer"));
+  ASSERT_TRUE(sys.is_object() && dev.is_object());
+  EXPECT_EQ(dev["usage"]["prompt_tokens"], sys["usage"]["prompt_tokens"]);
+  EXPECT_EQ(dev["choices"][0]["message"], sys["choices"][0]["message"]);
+  for (const std::string role : {"system", "developer"}) {
+    auto late = post("/v1/chat/completions",
+                     {{"model", "serve-fixture"},
+                      {"messages", {{{"role", "user"}, {"content", "Hi"}}, {{"role", role}, {"content", "Be brief."}}}}},
+                     400);
+    ASSERT_TRUE(late.is_object());
+    EXPECT_EQ(late["error"]["code"], "invalid_value") << late;
+    EXPECT_EQ(late["error"]["param"], "messages[1].role") << late;
+    const std::string msg = late["error"]["message"];
+    EXPECT_NE(msg.find("must be the first message"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("messages[0]"), std::string::npos) << msg;
+  }
+}
+
 TEST_F(ServeE2E, StreamingEqualsNonStreaming) {
   const auto& conv = s_->golden["conversations"][1];
   nlohmann::json body = {{"model", "serve-fixture"}, {"messages", conv["messages"]}, {"max_tokens", 24},
