@@ -10,6 +10,12 @@
 #   --with-all-data  copy all of tests/data and models/ (~60 MB)
 #                    without either, check.sh uses the checkout DIR sits in (or NINFER_GPU_DATA_ROOT)
 #   --no-compress    leave bin/ and lib/ as plain files (default: one payload.tar.xz, unpacked by check.sh)
+#   --slim           build and use bundle-only builds with one architecture each, to stay small enough to travel
+#                    with the repo (docs/gpu.md): build-gpu-sm90 (linux-cuda with CMAKE_CUDA_ARCHITECTURES=90-real:
+#                    sm_90 SASS only, not sm_75..89 + PTX) and build-gpu-sm70 (ci-volta-clang); NINFER_BUILD_LOCK
+#                    as in scripts/ci-volta.sh
+#   --all-libs       also ship libssl, libcrypto and libz (every Ubuntu/Debian image has them; check.sh lists any
+#                    library the GPU machine lacks in its first step)
 #
 # DIR gets: check.sh (a copy of tests/gpu/check.sh), manifest.env (source root, git revision, which binary came
 # from which build), payload.tar.xz = bin/ (stripped: ninfer_tests_cuda_sm90, ninfer_tests_device_sm90,
@@ -24,6 +30,8 @@ sm90=build-cuda
 sm70=build-volta-clang
 with_data=0
 compress=1
+slim=0
+all_libs=0
 dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,12 +40,35 @@ while [ $# -gt 0 ]; do
     --with-data) with_data=1; shift;;
     --with-all-data) with_data=2; shift;;
     --no-compress) compress=0; shift;;
+    --slim) slim=1; shift;;
+    --all-libs) all_libs=1; shift;;
     -h|--help) sed -n '2,22p' "$0"; exit 0;;
     -*) echo "gpu-bundle: unknown option $1" >&2; exit 2;;
     *) [ -z "$dir" ] || { echo "gpu-bundle: one DIR only" >&2; exit 2; }; dir="$1"; shift;;
   esac
 done
 [ -n "$dir" ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+if [ "$slim" = 1 ]; then
+  lock="${NINFER_BUILD_LOCK:-}"
+  locked() { if [ -n "$lock" ]; then flock "$lock" "$@"; else "$@"; fi; }
+  jobs="${NINFER_JOBS:-$(nproc)}"
+  py=()
+  [ -x "$root/.venv/bin/python" ] && py=(-DNINFER_PYTHON="$root/.venv/bin/python")
+  echo "== gpu-bundle: build-gpu-sm90 (sm_90 SASS only)"
+  locked cmake --preset linux-cuda -B build-gpu-sm90 -DCMAKE_CUDA_ARCHITECTURES=90-real "${py[@]}" >/dev/null
+  t90=(ninfer_tests_cuda ninfer_tests_device)
+  all90="$(ninja -C build-gpu-sm90 -t targets all 2>/dev/null || true)"
+  if grep -q '^ninfer-bench-cuda: ' <<<"$all90"; then t90+=(ninfer-bench-cuda); fi
+  locked cmake --build build-gpu-sm90 -j "$jobs" --target "${t90[@]}"
+  echo "== gpu-bundle: build-gpu-sm70 (sm_70)"
+  scripts/cuda12-toolchain.sh >/dev/null
+  # shellcheck source=/dev/null
+  . "${NINFER_CUDA12_PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/ninfer/cuda12}/env.sh"
+  locked cmake --preset ci-volta-clang -B build-gpu-sm70 "${py[@]}" >/dev/null
+  locked cmake --build build-gpu-sm70 -j "$jobs" --target ninfer_tests_cuda
+  sm90=build-gpu-sm90
+  sm70=build-gpu-sm70
+fi
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 case "$dir" in "$root"|/) echo "gpu-bundle: refusing to use $dir" >&2; exit 2;; esac
@@ -87,6 +118,7 @@ fi
 # NCCL (474 MB for cu12; the GPU machine's nvidia-nccl-cu13 wheel has the same soname) and cuBLAS (too large:
 # the GPU machine's nvidia-cublas wheel).
 system_re='^(linux-vdso|ld-linux|libc\.|libm\.|libstdc\+\+|libgcc_s|libdl\.|libpthread|librt\.|libcuda\.|libnvidia-)'
+[ "$all_libs" = 1 ] || system_re="${system_re%)}|libssl\\.|libcrypto\\.|libz\\.)"
 external_re='^(libnccl|libcublas|libcublasLt)\.'
 external=()
 for entry in "${binaries[@]}"; do

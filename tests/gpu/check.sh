@@ -168,6 +168,8 @@ if [ "$gpu" = 1 ]; then
 else
   record nvidia-smi skipped "" 0 0 0 0 "nvidia-smi" "no nvidia-smi or no GPU listed" ""
 fi
+# Every shared library the binaries need must resolve here (the bundle ships what Debian-only; the rest is system).
+run_step libraries plain 30 0 -- bash -c 'rc=0; for b in "$0"/*; do [ -e "$b" ] || { echo "no binaries in $0"; exit 1; }; m="$(ldd "$b" 2>&1 | grep "not found")"; if [ -n "$m" ]; then echo "${b##*/}: $m"; rc=1; fi; done; [ $rc = 1 ] || echo "all libraries resolve"; exit $rc' "$bin"
 ops_filter="${NINFER_GPU_OPS_FILTER:-*}-*CudaE2E*"   # gtest: POSITIVE-NEGATIVE
 run_step probe gtest 60 1 -- "$bin/ninfer_tests_device_sm90"
 run_step ops-sm90 gtest 150 1 -- "$bin/ninfer_tests_cuda_sm90" "--gtest_filter=$ops_filter"
