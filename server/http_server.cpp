@@ -112,11 +112,11 @@ ApiError library_error(const Req& req, const Res& res, const HttpServerConfig& c
                           ? fmt::format("The request body did not arrive in time (no progress for {} ms, or not all "
                                         "of it within {} ms).", config.connections.read_timeout.count(), config.connections.body_timeout.count())
                           : fmt::format("The request headers did not arrive within {} ms.", config.connections.read_timeout.count()));
+  if (status == 414) return http_error(414, "uri_too_long", "The request URI is longer than 8192 bytes.");
   if (status == 431 || (st && !st->in_body && (st->head_too_large || st->longest_line > 8192)))
     return http_error(431, "request_header_too_large",
                       fmt::format("The request headers are too large (at most {} bytes in all, 8192 per line).",
                                   config.connections.max_header_bytes));
-  if (status == 414) return http_error(414, "uri_too_long", "The request URI is longer than 8192 bytes.");
   if (status == 415)
     return http_error(415, "unsupported_content_encoding",
                       "The Content-Encoding is not supported: send gzip, deflate, br or none.");

@@ -308,6 +308,7 @@ TEST_F(ServerTest, LibraryErrorsAreOpenAiErrorsAtOnce) {
        "request_header_too_large"},
       {"100 kB request line", "GET /" + std::string(100000, 'a') + " HTTP/1.1\r\n\r\n", 431,
        "request_header_too_large"},
+      {"10 kB request target", "GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"},
       {"unknown method", "BREW /health HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed_request"},
       {"garbage request line", "\x01\x02garbage\r\n\r\n", 400, "malformed_request"},
       {"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400, "malformed_request"},
