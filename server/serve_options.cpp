@@ -162,6 +162,11 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                                     "Most reasoning tokens per request (-1: unlimited)")
                          ->capture_default_str()
                          ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
+  app.add_option("--backend", o.backend,
+                 "Where the model runs: auto (CUDA when this build has it and --devices' first GPU exists, else the "
+                 "CPU), cpu, or cuda (fails at start without a CUDA build or the GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
@@ -265,8 +270,8 @@ std::string describe(const ServeOptions& o) {
                               o.port, o.prefill_chunk);
   s += o.max_context ? fmt::format(" --max-context {}", *o.max_context) : std::string();
   s += o.kv_capacity ? fmt::format(" --kv-capacity {}", *o.kv_capacity) : " --kv-capacity auto";
-  s += fmt::format(" --kv-dtype {} --nvfp4-activations {} --max-concurrency {} --tp {}", kv_dtype_name(o.kv_dtype),
-                   o.nvfp4_w4a16 ? "w4a16" : "w4a4", o.max_concurrency, o.tp);
+  s += fmt::format(" --kv-dtype {} --nvfp4-activations {} --max-concurrency {} --backend {} --tp {}",
+                   kv_dtype_name(o.kv_dtype), o.nvfp4_w4a16 ? "w4a16" : "w4a4", o.max_concurrency, o.backend, o.tp);
   if (!o.devices.empty()) s += fmt::format(" --devices {}", fmt::join(o.devices, ","));
   if (!o.prefix_reuse) s += " --no-prefix-reuse";
   if (o.prefix_snapshots) s += fmt::format(" --prefix-snapshots {}", *o.prefix_snapshots);
