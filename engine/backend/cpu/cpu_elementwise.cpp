@@ -1,6 +1,7 @@
 // Row-wise and elementwise ops of the CPU backend: norms, activations, gating, residual add, RoPE.
 #include <cmath>
 
+#include "engine/backend/checks/gdn_checks.h"
 #include "engine/backend/checks/elementwise_checks.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
@@ -40,12 +41,6 @@ const float* weight_f32(const Kernels& k, const Tensor& w, std::vector<float>& b
   buf.resize(static_cast<size_t>(w.numel()));
   k.to_f32(w.data, w.dtype, buf.data(), w.numel());
   return buf.data();
-}
-
-void check_vector(const char* op, const char* arg, const Tensor& w, int64_t n) {
-  check_weight(op, arg, w);
-  if (w.ndim != 1 || w.dim(0) != n)
-    fail(ErrorKind::kInvalidArgument, "{}: {} must be [{}], got {}", op, arg, n, w.describe());
 }
 
 }  // namespace
@@ -126,14 +121,8 @@ void CpuBackend::sigmoid_mul(const Tensor& y, const Tensor& x, const Tensor& gat
 
 void CpuBackend::gdn_gating(const Tensor& g, const Tensor& beta, const Tensor& a, const Tensor& b, const Tensor& A_log,
                             const Tensor& dt_bias) {
-  for (auto [name, t] : {std::pair{"g", &g}, {"beta", &beta}, {"a", &a}, {"b", &b}}) check_f32("gdn_gating", name, *t);
-  if (a.ndim != 2) fail(ErrorKind::kInvalidArgument, "gdn_gating: a must be [T, nv], got {}", a.describe());
-  check_same_shape("gdn_gating", "b", b, a);
-  check_same_shape("gdn_gating", "g", g, a);
-  check_same_shape("gdn_gating", "beta", beta, a);
+  check_gdn_gating(g, beta, a, b, A_log, dt_bias, Device::kCpu);
   const int64_t nv = a.dim(1);
-  check_vector("gdn_gating", "A_log", A_log, nv);
-  check_vector("gdn_gating", "dt_bias", dt_bias, nv);
   std::vector<float> b1, b2;
   const float* al = weight_f32(*k_, A_log, b1);
   const float* dt = weight_f32(*k_, dt_bias, b2);

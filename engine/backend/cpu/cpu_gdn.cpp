@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/backend/checks/gdn_checks.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 
@@ -16,35 +17,6 @@ constexpr int64_t kConvChannelBlock = 256;
 
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-void check_slots(const char* op, const SeqBatch& batch, int64_t slots) {
-  if (static_cast<int64_t>(batch.state_slot.size()) != batch.num_seqs())
-    fail(ErrorKind::kInvalidArgument, "{}: {} sequences but {} state slots", op, batch.num_seqs(), batch.state_slot.size());
-  for (size_t s = 0; s < batch.state_slot.size(); ++s) {
-    const int32_t slot = batch.state_slot[s];
-    if (slot < 0 || slot >= slots)
-      fail(ErrorKind::kInvalidArgument, "{}: sequence {} state slot {} outside [0, {})", op, s, slot, slots);
-    for (size_t o = 0; o < s; ++o)
-      if (batch.state_slot[o] == slot)
-        fail(ErrorKind::kInvalidArgument, "{}: sequences {} and {} share state slot {}", op, o, s, slot);
-  }
-  if (batch.checkpoint_slot.empty()) return;
-  const int64_t T = batch.q_start.back();
-  if (static_cast<int64_t>(batch.checkpoint_slot.size()) != T)
-    fail(ErrorKind::kInvalidArgument, "{}: {} checkpoint slots for {} rows", op, batch.checkpoint_slot.size(), T);
-  std::vector<int32_t> used;
-  for (int64_t t = 0; t < T; ++t) {
-    const int32_t c = batch.checkpoint_slot[static_cast<size_t>(t)];
-    if (c < 0) continue;
-    if (c >= slots) fail(ErrorKind::kInvalidArgument, "{}: row {} checkpoint slot {} outside [0, {})", op, t, c, slots);
-    if (std::find(batch.state_slot.begin(), batch.state_slot.end(), c) != batch.state_slot.end())
-      fail(ErrorKind::kInvalidArgument, "{}: row {} checkpoint slot {} is a sequence's state slot", op, t, c);
-    used.push_back(c);
-  }
-  std::sort(used.begin(), used.end());
-  if (std::adjacent_find(used.begin(), used.end()) != used.end())
-    fail(ErrorKind::kInvalidArgument, "{}: two rows share checkpoint slot {}", op, *std::adjacent_find(used.begin(), used.end()));
-}
-
 // The checkpoint slot of row r, or −1.
 inline int32_t checkpoint_of(const SeqBatch& batch, int64_t r) {
   return batch.checkpoint_slot.empty() ? -1 : batch.checkpoint_slot[static_cast<size_t>(r)];
@@ -54,23 +26,8 @@ inline int32_t checkpoint_of(const SeqBatch& batch, int64_t r) {
 
 void CpuBackend::conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& state, const SeqBatch& batch,
                         bool silu_act) {
-  check_f32("conv1d", "x", x);
-  check_f32("conv1d", "out", out);
-  check_f32("conv1d", "state", state);
-  check_weight("conv1d", "w", w);
-  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "conv1d: x must be [T, C], got {}", x.describe());
-  check_same_shape("conv1d", "out", out, x);
-  if (out.data == x.data) fail(ErrorKind::kInvalidArgument, "conv1d: out must not alias x");
-  const int64_t T = x.dim(0), C = x.dim(1);
-  const bool w3 = w.ndim == 3 && w.dim(1) == 1;
-  if (!(w.ndim == 2 || w3) || w.dim(0) != C)
-    fail(ErrorKind::kInvalidArgument, "conv1d: w must be [C={}, K] or [C, 1, K], got {}", C, w.describe());
-  const int64_t K = w.dim(w.ndim - 1);
-  if (K < 1) fail(ErrorKind::kInvalidArgument, "conv1d: kernel size {} < 1", K);
-  check_dims("conv1d", "state", state, {-1, K - 1, C});
-  if (!state.is_contiguous()) fail(ErrorKind::kInvalidArgument, "conv1d: state must be contiguous, got {}", state.describe());
-  check_batch("conv1d", batch.q_start, T);
-  check_slots("conv1d", batch, state.dim(0));
+  const int64_t K = check_conv1d(out, x, w, state, batch, Device::kCpu);
+  const int64_t C = x.dim(1);
   // taps transposed to [K, C] f32 so the inner loop runs over contiguous channels
   std::vector<float> wt(static_cast<size_t>(K * C)), row(static_cast<size_t>(K));
   for (int64_t c = 0; c < C; ++c) {
@@ -221,27 +178,8 @@ void delta_chunked(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0,
 
 void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
                                   const Tensor& beta, const Tensor& state, const SeqBatch& batch, DeltaRuleAlgo algo) {
-  for (auto [name, t] : {std::pair{"out", &out}, {"q", &q}, {"k", &k}, {"v", &v}, {"g", &g}, {"beta", &beta},
-                         {"state", &state}})
-    check_f32("gated_delta_rule", name, *t);
-  if (q.ndim != 3 || v.ndim != 3)
-    fail(ErrorKind::kInvalidArgument, "gated_delta_rule: q {} must be [T, nk, dk] and v {} [T, nv, dv]", q.describe(),
-         v.describe());
-  const int64_t T = q.dim(0), nk = q.dim(1), dk = q.dim(2), nv = v.dim(1), dv = v.dim(2);
-  check_same_shape("gated_delta_rule", "k", k, q);
-  check_dims("gated_delta_rule", "v", v, {T, nv, dv});
-  check_same_shape("gated_delta_rule", "out", out, v);
-  check_dims("gated_delta_rule", "g", g, {T, nv});
-  check_dims("gated_delta_rule", "beta", beta, {T, nv});
-  check_dims("gated_delta_rule", "state", state, {-1, nv, dk, dv});
-  if (!state.is_contiguous())
-    fail(ErrorKind::kInvalidArgument, "gated_delta_rule: state must be contiguous, got {}", state.describe());
-  if (nk == 0 || nv % nk != 0)
-    fail(ErrorKind::kInvalidArgument, "gated_delta_rule: nv {} is not a multiple of nk {}", nv, nk);
-  for (const Tensor* t : {&q, &k, &v})
-    if (t->data == out.data) fail(ErrorKind::kInvalidArgument, "gated_delta_rule: out must not alias its inputs");
-  check_batch("gated_delta_rule", batch.q_start, T);
-  check_slots("gated_delta_rule", batch, state.dim(0));
+  const DeltaRuleDims d = check_gated_delta_rule(out, q, k, v, g, beta, state, batch, Device::kCpu);
+  const int64_t nk = d.nk, dk = d.dk, nv = d.nv, dv = d.dv;
   const DeltaArgs args{&out, &q, &k, &v, &g, &beta, dk, dv, nv / nk, &state, &batch};
   const int64_t S = batch.num_seqs();
   const size_t chunk_mem = static_cast<size_t>(2 * kChunk + kChunk * kChunk + kChunk * (dv + dk) + dv);
