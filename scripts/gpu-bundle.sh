@@ -10,10 +10,12 @@
 #   --with-all-data  copy all of tests/data and models/ (~60 MB)
 #                    without either, check.sh uses the checkout DIR sits in (or NINFER_GPU_DATA_ROOT)
 #   --no-compress    leave bin/ and lib/ as plain files (default: one payload.tar.xz, unpacked by check.sh)
-#   --slim           build and use bundle-only builds with one architecture each, to stay small enough to travel
-#                    with the repo (docs/gpu.md): build-gpu-sm90 (linux-cuda with CMAKE_CUDA_ARCHITECTURES=90-real:
-#                    sm_90 SASS only, not sm_75..89 + PTX) and build-gpu-sm70 (ci-volta-clang); NINFER_BUILD_LOCK
+#   --slim           build (and use) build-gpu-sm90, a bundle-only build with CMAKE_CUDA_ARCHITECTURES=90-real (sm_90
+#                    SASS only, not sm_75..89 SASS + PTX: a fifth of the code), small enough to travel with the
+#                    repo (docs/gpu.md), and bring build-volta-clang (sm_70 only already) up to date; NINFER_BUILD_LOCK
 #                    as in scripts/ci-volta.sh
+#   --skip NAMES     leave out bundle binaries (comma-separated, e.g. ninfer_tests_device_sm90,ninfer-bench-cuda_sm90);
+#                    check.sh reports their steps as skipped
 #   --all-libs       also ship libssl, libcrypto and libz (every Ubuntu/Debian image has them; check.sh lists any
 #                    library the GPU machine lacks in its first step)
 #
@@ -32,6 +34,7 @@ with_data=0
 compress=1
 slim=0
 all_libs=0
+skip=",,"
 dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,12 +45,13 @@ while [ $# -gt 0 ]; do
     --no-compress) compress=0; shift;;
     --slim) slim=1; shift;;
     --all-libs) all_libs=1; shift;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0;;
+    --skip) skip=",$2,"; shift 2;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0;;
     -*) echo "gpu-bundle: unknown option $1" >&2; exit 2;;
     *) [ -z "$dir" ] || { echo "gpu-bundle: one DIR only" >&2; exit 2; }; dir="$1"; shift;;
   esac
 done
-[ -n "$dir" ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ -n "$dir" ] || { sed -n '2,32p' "$0" >&2; exit 2; }
 if [ "$slim" = 1 ]; then
   lock="${NINFER_BUILD_LOCK:-}"
   locked() { if [ -n "$lock" ]; then flock "$lock" "$@"; else "$@"; fi; }
@@ -60,14 +64,14 @@ if [ "$slim" = 1 ]; then
   all90="$(ninja -C build-gpu-sm90 -t targets all 2>/dev/null || true)"
   if grep -q '^ninfer-bench-cuda: ' <<<"$all90"; then t90+=(ninfer-bench-cuda); fi
   locked cmake --build build-gpu-sm90 -j "$jobs" --target "${t90[@]}"
-  echo "== gpu-bundle: build-gpu-sm70 (sm_70)"
+  echo "== gpu-bundle: build-volta-clang (sm_70)"
   scripts/cuda12-toolchain.sh >/dev/null
   # shellcheck source=/dev/null
   . "${NINFER_CUDA12_PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/ninfer/cuda12}/env.sh"
-  locked cmake --preset ci-volta-clang -B build-gpu-sm70 "${py[@]}" >/dev/null
-  locked cmake --build build-gpu-sm70 -j "$jobs" --target ninfer_tests_cuda
+  locked cmake --preset ci-volta-clang "${py[@]}" >/dev/null   # build-volta-clang is sm_70 only already
+  locked cmake --build build-volta-clang -j "$jobs" --target ninfer_tests_cuda
   sm90=build-gpu-sm90
-  sm70=build-gpu-sm70
+  sm70=build-volta-clang
 fi
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
@@ -80,6 +84,7 @@ binaries=()   # "bundle name|build dir (absolute)|path in the build"
 missing=()
 add_bin() { # add_bin BUILD RELPATH NAME [required]
   local b="$1" rel="$2" name="$3"
+  case "$skip" in *",$name,"*) missing+=("$name (--skip)"); return;; esac
   if [ -x "$b/$rel" ]; then
     strip --strip-unneeded -o "$dir/bin/$name" "$b/$rel"
     binaries+=("$name|$(cd "$b" && pwd)|$rel")
@@ -157,7 +162,7 @@ if [ "$with_data" != 0 ]; then
 fi
 plain_kib="$(du -sk "$dir/bin" "$dir/lib" | awk '{s+=$1} END {print s}')"
 if [ "$compress" = 1 ]; then
-  tar -C "$dir" -cf - bin lib | xz -6 -T0 >"$dir/payload.tar.xz"
+  tar -C "$dir" -cf - bin lib | xz -9 -T1 >"$dir/payload.tar.xz"   # -9: a 64 MiB window spans binaries
   rm -rf "$dir/bin" "$dir/lib"
 fi
 
