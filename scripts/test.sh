@@ -26,9 +26,10 @@ echo "== build (-j$jobs)"
 cmake --build --preset "$NINFER_PRESET" -j "$jobs"
 echo "== test"
 ctest --preset "$NINFER_PRESET" -j "$jobs" --timeout 600
+res_rc=0   # a failing resource report fails the run, after the sm_70 check has had its say too
 if [ "$NINFER_PRESET" = linux-cuda ]; then
   echo "== CUDA resource report (build-cuda)"
-  scripts/cuda-resources.sh build-cuda
+  scripts/cuda-resources.sh build-cuda || res_rc=$?
 fi
 volta="${NINFER_VOLTA:-}"
 if [ -z "$volta" ] && [ "${CI:-}" = true ]; then volta=1; fi
@@ -42,3 +43,4 @@ if [ "$volta" = 1 ]; then
     echo "== sm_70 compile check skipped: no CUDA toolkit at /usr/local/cuda"
   fi
 fi
+exit "$res_rc"
