@@ -12,7 +12,7 @@
 #include "engine/spec/drafter_registry.h"
 #include "tests/cuda/cuda_test_support.h"
 #include "tests/model/reference_model.h"
-#include "tests/support/request_collector.h"
+#include "tests/support/greedy_engine_run.h"
 
 namespace ninfer::testing {
 namespace {
@@ -123,52 +123,30 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaE2E,
 
 // The Engine on CUDA: a batch of 4 greedy requests (prefill chunk 7, so prompts are split and batched with decode)
 // gives the CPU engine's tokens; --spec mtp on CUDA gives plain CUDA greedy's tokens (lossless).
-struct EngineRun {
-  std::vector<std::vector<int32_t>> outputs;
-};
-EngineRun run_engine(BackendKind kind, DType kv, bool mtp, int64_t max_tokens = 64) {
+std::vector<std::vector<int32_t>> run_engine(BackendKind kind, DType kv, bool mtp) {
   const Artifact a = Artifact::open(kTiny);
   const ModelConfig c = load_model_config(a);
-  EngineOptions o{.max_context = 512, .prefill_chunk = 7, .max_concurrency = 4, .kv_dtype = kv, .backend = kind,
-                  .threads = 2, .greedy = true};
-  if (mtp) {
-    o.drafter = make_drafter_factory("mtp", a, c, /*lm_head_draft=*/false);
-    o.draft_tokens = 3;
-  }
-  Engine e(a, c, o);
-  std::vector<std::shared_ptr<Collector>> ws;
-  for (uint32_t i = 0; i < 4; ++i) {
-    EngineRequest r;
-    r.prompt = prompt_of(c, 9 + 13 * i, 100 + i);
-    r.sampling.greedy = true;
-    r.max_tokens = max_tokens;
-    ws.push_back(std::make_shared<Collector>());
-    EXPECT_TRUE(e.submit(r, ws.back()).accepted());
-  }
-  EngineRun out;
-  for (auto& w : ws) {
-    w->wait();
-    EXPECT_NE(w->result.reason, FinishReason::kError) << w->result.error;
-    out.outputs.push_back(w->tokens);
-  }
-  return out;
+  std::vector<std::vector<int32_t>> prompts;
+  for (uint32_t i = 0; i < 4; ++i) prompts.push_back(prompt_of(c, 9 + 13 * i, 100 + i));
+  const DrafterFactory drafter = mtp ? make_drafter_factory("mtp", a, c, /*lm_head_draft=*/false) : DrafterFactory{};
+  return run_greedy(a, c, drafter, 3, /*prefill_chunk=*/7, prompts, /*max_tokens=*/64, kind, kv, /*max_context=*/512)
+      .outputs;
 }
 
 TEST(CudaE2EEngine, BatchOfFourGreedyMatchesCpu) {
   NINFER_REQUIRE_CUDA();
   for (DType kv : {DType::kF32, DType::kI8}) {
-    const EngineRun cpu = run_engine(BackendKind::kCpu, kv, false);
-    const EngineRun dev = run_engine(BackendKind::kCuda, kv, false);
-    for (size_t i = 0; i < cpu.outputs.size(); ++i)
-      EXPECT_EQ(dev.outputs[i], cpu.outputs[i]) << "request " << i << ", kv " << dtype_name(kv);
+    const auto cpu = run_engine(BackendKind::kCpu, kv, false);
+    const auto dev = run_engine(BackendKind::kCuda, kv, false);
+    for (size_t i = 0; i < cpu.size(); ++i) EXPECT_EQ(dev[i], cpu[i]) << "request " << i << ", kv " << dtype_name(kv);
   }
 }
 
 TEST(CudaE2EEngine, MtpSpeculationIsLossless) {
   NINFER_REQUIRE_CUDA();
-  const EngineRun plain = run_engine(BackendKind::kCuda, DType::kF32, false);
-  const EngineRun spec = run_engine(BackendKind::kCuda, DType::kF32, true);
-  for (size_t i = 0; i < plain.outputs.size(); ++i) EXPECT_EQ(spec.outputs[i], plain.outputs[i]) << "request " << i;
+  const auto plain = run_engine(BackendKind::kCuda, DType::kF32, false);
+  const auto spec = run_engine(BackendKind::kCuda, DType::kF32, true);
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << "request " << i;
 }
 
 }  // namespace

@@ -17,12 +17,14 @@ struct GreedyRun {
 };
 
 // Submits every prompt at once (a batch of prompts.size() sequences), greedy, `max_tokens` each, no stop ids, on an
-// engine with `drafter` (none when empty) drafting `draft_tokens` per step.
+// engine with `drafter` (none when empty) drafting `draft_tokens` per step, on `backend` with a `kv_dtype` cache.
 inline GreedyRun run_greedy(const Artifact& a, const ModelConfig& c, const DrafterFactory& drafter, int32_t draft_tokens,
                             int64_t prefill_chunk, const std::vector<std::vector<int32_t>>& prompts,
-                            int64_t max_tokens = 40) {
-  EngineOptions o{.max_context = 256, .prefill_chunk = prefill_chunk,
-                  .max_concurrency = static_cast<int32_t>(prompts.size()), .threads = 2, .greedy = true};
+                            int64_t max_tokens = 40, BackendKind backend = BackendKind::kCpu,
+                            DType kv_dtype = DType::kF32, int64_t max_context = 256) {
+  EngineOptions o{.max_context = max_context, .prefill_chunk = prefill_chunk,
+                  .max_concurrency = static_cast<int32_t>(prompts.size()), .kv_dtype = kv_dtype, .backend = backend,
+                  .threads = 2, .greedy = true};
   if (drafter) {
     o.drafter = drafter;
     o.draft_tokens = draft_tokens;
