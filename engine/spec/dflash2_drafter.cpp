@@ -122,7 +122,12 @@ void Dflash2Drafter::append_context(std::span<const SeqId> seqs, std::span<const
     const int64_t H = c.hidden_size, elem = static_cast<int64_t>(dtype_element_bytes(w_.fc.dtype));
     Tensor wi = Tensor::strided(static_cast<std::byte*>(w_.fc.data) + static_cast<int64_t>(i) * H * elem,
                                 w_.fc.dtype, {H, H}, {w_.fc.row_stride(), 1}, w_.fc.device);
-    backend_.linear(ctx, features[i], wi, /*accumulate=*/i > 0);
+    Tensor fi = features[i];
+    if (fi.device != backend_.device()) {  // host features (the engine's capture) on a device backend
+      fi = scratch_.get("features", {T, H});
+      backend_.copy(fi, features[i]);
+    }
+    backend_.linear(ctx, fi, wi, /*accumulate=*/i > 0);
   }
   backend_.rms_norm(ctx, ctx, w_.hidden_norm, c.rms_norm_eps, 0.0f);
   for (int64_t l = 0; l < c.num_layers; ++l) write_kv(l, ctx, positions, slots);

@@ -1,6 +1,6 @@
 // End to end on the GPU: the transformers reference models and ninfer-tiny run on the CUDA backend give the CPU
 // backend's logits (chunked prefill and decode, f32 and int8 KV) and, through the Engine, the CPU's greedy tokens
-// for a batch of 4; MTP speculative decoding on CUDA is lossless. Skipped without a GPU, like the op suite.
+// for a batch of 4; MTP and DFlash2 speculative decoding on CUDA are lossless. Skipped without a GPU, like the op suite.
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -122,31 +122,34 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaE2E,
                          });
 
 // The Engine on CUDA: a batch of 4 greedy requests (prefill chunk 7, so prompts are split and batched with decode)
-// gives the CPU engine's tokens; --spec mtp on CUDA gives plain CUDA greedy's tokens (lossless).
-std::vector<std::vector<int32_t>> run_engine(BackendKind kind, DType kv, bool mtp) {
+// gives the CPU engine's tokens; --spec mtp and --spec dflash2 on CUDA give plain CUDA greedy's tokens (lossless).
+// spec: "" (plain decoding), "mtp" (K = 3) or "dflash2" (K = 7).
+std::vector<std::vector<int32_t>> run_engine(BackendKind kind, DType kv, const std::string& spec = "") {
   const Artifact a = Artifact::open(kTiny);
   const ModelConfig c = load_model_config(a);
   std::vector<std::vector<int32_t>> prompts;
   for (uint32_t i = 0; i < 4; ++i) prompts.push_back(prompt_of(c, 9 + 13 * i, 100 + i));
-  const DrafterFactory drafter = mtp ? make_drafter_factory("mtp", a, c, /*lm_head_draft=*/false) : DrafterFactory{};
-  return run_greedy(a, c, drafter, 3, /*prefill_chunk=*/7, prompts, /*max_tokens=*/64, kind, kv, /*max_context=*/512)
+  const DrafterFactory drafter = spec.empty() ? DrafterFactory{} : make_drafter_factory(spec, a, c, false);
+  return run_greedy(a, c, drafter, spec.empty() ? 0 : default_draft_tokens(spec), /*prefill_chunk=*/7, prompts, /*max_tokens=*/64, kind, kv, /*max_context=*/512)
       .outputs;
 }
 
 TEST(CudaE2EEngine, BatchOfFourGreedyMatchesCpu) {
   NINFER_REQUIRE_CUDA();
   for (DType kv : {DType::kF32, DType::kI8}) {
-    const auto cpu = run_engine(BackendKind::kCpu, kv, false);
-    const auto dev = run_engine(BackendKind::kCuda, kv, false);
+    const auto cpu = run_engine(BackendKind::kCpu, kv);
+    const auto dev = run_engine(BackendKind::kCuda, kv);
     for (size_t i = 0; i < cpu.size(); ++i) EXPECT_EQ(dev[i], cpu[i]) << "request " << i << ", kv " << dtype_name(kv);
   }
 }
 
-TEST(CudaE2EEngine, MtpSpeculationIsLossless) {
+TEST(CudaE2EEngine, SpeculationIsLossless) {
   NINFER_REQUIRE_CUDA();
-  const auto plain = run_engine(BackendKind::kCuda, DType::kF32, false);
-  const auto spec = run_engine(BackendKind::kCuda, DType::kF32, true);
-  for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << "request " << i;
+  const auto plain = run_engine(BackendKind::kCuda, DType::kF32);
+  for (const std::string spec : {"mtp", "dflash2"}) {
+    const auto drafted = run_engine(BackendKind::kCuda, DType::kF32, spec);
+    for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(drafted[i], plain[i]) << spec << ", request " << i;
+  }
 }
 
 }  // namespace
