@@ -29,12 +29,18 @@ struct Rows {
   int64_t lead[3] = {1, 1, 1};
   int64_t lead_stride[3] = {0, 0, 0};
 
-  // Element offset of row r.
+  // Element offset of row r. The loop has a constant trip count (unrolled in device code), so a kernel's Rows
+  // parameter is never indexed dynamically and stays out of local memory.
   NINFER_HD int64_t row_offset(int64_t r) const {
     int64_t off = 0;
-    for (int d = nlead - 1; d >= 0; --d) {
-      off += (r % lead[d]) * lead_stride[d];
-      r /= lead[d];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int d = 2; d >= 0; --d) {
+      if (d < nlead) {
+        off += (r % lead[d]) * lead_stride[d];
+        r /= lead[d];
+      }
     }
     return off;
   }
