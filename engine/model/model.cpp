@@ -6,10 +6,11 @@
 
 namespace ninfer {
 
-Model::Model(const ModelConfig& config, ModelWeights weights, Backend& backend)
+Model::Model(const ModelConfig& config, ModelWeights weights, Backend& backend, Communicator& comm)
     : config_(config),
       w_(std::move(weights)),
       backend_(backend),
+      comm_(comm),
       norm_offset_(config.arch == Architecture::kQwen3_5 ? 1.0f : 0.0f),
       scratch_(backend) {}
 
@@ -52,6 +53,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     backend_.add(x, x, mix);
     backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, norm_offset_);
     swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
+    comm_.all_reduce_sum(mix, backend_);  // down_proj is row-parallel: the ranks' partial sums
     backend_.add(x, x, mix);
     if (capturing)
       for (size_t j = 0; j < capture.spec->layers.size(); ++j)
@@ -69,7 +71,13 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     backend_.rms_norm(sel, sel, w_.final_norm, c.rms_norm_eps, norm_offset_);
   }
   Tensor out = scratch_.get("logits", {R, c.vocab_size});
-  backend_.linear(out, sel, w_.lm_head);
+  if (comm_.size() == 1) {
+    backend_.linear(out, sel, w_.lm_head);
+  } else {  // vocab-parallel lm_head: each rank's logit columns, gathered into the full row on every rank
+    Tensor part = scratch_.get("logits_part", {R, w_.lm_head.dim(0)});
+    backend_.linear(part, sel, w_.lm_head);
+    comm_.all_gather(out, part, backend_);
+  }
   backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), out);
   backend_.synchronize();
 }
@@ -105,6 +113,7 @@ void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Te
     backend_.sigmoid_mul(o, o, gate);
   }
   backend_.linear(out, o.reshape({T, nh * hd}), w.o_proj);
+  comm_.all_reduce_sum(out, backend_);  // o_proj is row-parallel over the rank's heads
 }
 
 void Model::delta_net_block(const LayerWeights& lw, int64_t gdn_layer, const Tensor& h, const Tensor& out,
@@ -145,6 +154,7 @@ void Model::delta_net_block(const LayerWeights& lw, int64_t gdn_layer, const Ten
   backend_.gated_delta_rule(core, q, k, v, g, beta, state.recurrent(gdn_layer), seqs);
   backend_.gated_rms_norm(core, core, z, w.norm, c.rms_norm_eps);
   backend_.linear(out, core.reshape({T, nv * dv}), w.out_proj);
+  comm_.all_reduce_sum(out, backend_);  // out_proj is row-parallel over the rank's value heads
 }
 
 }  // namespace ninfer

@@ -9,6 +9,7 @@
 #include "engine/model/forward_batch.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "engine/parallel/communicator.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
 
@@ -16,8 +17,11 @@ namespace ninfer {
 
 class Model {
  public:
-  // `weights` views must outlive the model (they point into the artifact mapping).
-  Model(const ModelConfig& config, ModelWeights weights, Backend& backend);
+  // `weights` views must outlive the model (they point into the artifact mapping). Under tensor parallelism
+  // (docs/parallel.md) `config` is the rank's (tp_rank_config: its local heads), `weights` its shard
+  // (shard_weights) and `comm` its handle on the group, which must outlive the model; the default is TP1.
+  Model(const ModelConfig& config, ModelWeights weights, Backend& backend,
+        Communicator& comm = single_rank_communicator());
 
   // Runs every layer over the batch's new tokens, writing their K/V and advancing their linear state,
   // and stores the logits of batch.logit_rows into `logits` (host, row-major [R, vocab]). With an active
@@ -27,6 +31,7 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
+  Communicator& communicator() { return comm_; }
 
  private:
   void attention_block(const LayerWeights& w, int64_t attn_layer, const Tensor& h, const Tensor& out,
@@ -37,6 +42,7 @@ class Model {
   ModelConfig config_;
   ModelWeights w_;
   Backend& backend_;
+  Communicator& comm_;
   float norm_offset_;  // 1 for Qwen3.5's zero-centred (1 + w) RMSNorm, 0 for Qwen3's plain w
   ScratchBuffers scratch_;  // a reusable activation buffer per name, grown on demand
 };

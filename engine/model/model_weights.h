@@ -1,6 +1,7 @@
 // Owns the binding of artifact tensors to the per-layer weight views the forward reads (zero-copy).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "engine/artifact/artifact.h"
@@ -44,6 +45,9 @@ struct ModelWeights {
   Tensor final_norm;  // [H]
   Tensor lm_head;     // [V, H]; the embedding when tied
   std::vector<LayerWeights> layers;
+  // Storage of the tensors that are copies rather than views into the artifact (tensor-parallel shards,
+  // engine/model/weight_shard.h); empty for bound weights.
+  std::vector<std::shared_ptr<void>> owned;
 
   // Views into `artifact`'s mapping; the artifact must outlive the weights. Call after load_model_config().
   static ModelWeights bind(const Artifact& artifact, const ModelConfig& config);

@@ -55,22 +55,53 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
     if (static_cast<int64_t>(masked_ids_.size()) == config_.vocab_size)
       fail(ErrorKind::kInvalidArgument, "engine options: output_ids allows no id at all");
   }
-  backend_ = make_backend({.kind = options_.backend,
-                           .device = options_.device,
-                           .threads = options_.threads,
-                           .nvfp4_activations = options_.nvfp4_activations});
+  const int tp = options_.tp;
+  if (tp < 1) fail(ErrorKind::kInvalidArgument, "engine options: tp {} must be at least 1", tp);
+  if (tp > 1) {
+    if (options_.backend == BackendKind::kCuda)
+      fail(ErrorKind::kUnsupported, "tensor parallelism (tp {}) on the CUDA backend needs NCCL TP, which is not built "
+           "yet; use the CPU backend or tp 1", tp);
+    if (options_.backend == BackendKind::kAuto) {
+      spdlog::info("tensor parallelism (tp {}) runs on the CPU backend (NCCL TP is not built yet)", tp);
+      options_.backend = BackendKind::kCpu;
+    }
+    if (options_.drafter)
+      fail(ErrorKind::kUnsupported, "speculative decoding under tensor parallelism (tp {}) is not built yet; use tp 1 "
+           "or no drafter", tp);
+    if (options_.prefix_cache) {
+      spdlog::warn("prefix reuse is off under tensor parallelism (tp {}): not built yet, every prompt is prefilled cold", tp);
+      options_.prefix_cache = false;
+    }
+  }
+  const BackendSelection selection{.kind = options_.backend,
+                                   .device = options_.device,
+                                   .threads = tp > 1 ? tp_rank_threads(options_.threads, tp) : options_.threads,
+                                   .nvfp4_activations = options_.nvfp4_activations};
+  backend_ = make_backend(selection);
   weights_ = std::make_unique<WeightStore>(*backend_);
   const auto upload_start = Clock::now();
-  model_ = std::make_unique<Model>(config_, placed(ModelWeights::bind(artifact, config_), *weights_, "model"), *backend_);
+  const int64_t blocks = (options_.kv_capacity + options_.kv_block_size - 1) / options_.kv_block_size;
+  const KvCacheConfig kv_config{.block_size = options_.kv_block_size, .num_blocks = blocks, .dtype = options_.kv_dtype};
+  // A verification block of K drafts has K + 1 rows; all but the last need a GDN state checkpoint.
+  const int64_t checkpoints = options_.drafter ? options_.draft_tokens : 0;
+  ModelConfig rank_config = config_;  // rank 0's: its local heads under TP
+  if (tp > 1) {
+    const ModelWeights full = ModelWeights::bind(artifact, config_);
+    tp_ = std::make_unique<TpRanks>(full, config_,
+                                    TpSetup{.tp = tp, .backend = selection, .kv = kv_config,
+                                            .state_slots = options_.max_concurrency, .state_checkpoints = checkpoints,
+                                            .state_extra_rows = ninfer::prefix_state_rows(config_, options_)});
+    const TpLayout layout = tp_layout(config_, 0, tp);
+    rank_config = tp_rank_config(config_, layout);
+    model_ = std::make_unique<Model>(rank_config, shard_weights(full, config_, layout), *backend_, tp_->communicator(0));
+    spdlog::info("tensor parallelism: {} CPU ranks of {} threads each", tp, selection.threads);
+  } else {
+    model_ = std::make_unique<Model>(config_, placed(ModelWeights::bind(artifact, config_), *weights_, "model"), *backend_);
+  }
   if (weights_->on_device())
     spdlog::info("weights uploaded to the device: {:.1f} MiB in {:.2f} s", double(weights_->device_bytes()) / (1 << 20),
                  seconds(upload_start, Clock::now()));
-  const int64_t blocks = (options_.kv_capacity + options_.kv_block_size - 1) / options_.kv_block_size;
-  kv_ = std::make_unique<KvCache>(*backend_, config_,
-                                    KvCacheConfig{.block_size = options_.kv_block_size, .num_blocks = blocks,
-                                                  .dtype = options_.kv_dtype});
-  // A verification block of K drafts has K + 1 rows; all but the last need a GDN state checkpoint.
-  const int64_t checkpoints = options_.drafter ? options_.draft_tokens : 0;
+  kv_ = std::make_unique<KvCache>(*backend_, rank_config, kv_config);
   if (options_.drafter && options_.draft_tokens < 1)
     fail(ErrorKind::kInvalidArgument, "engine options: draft_tokens {} must be at least 1", options_.draft_tokens);
   // Prefix reuse: a hybrid model keeps GDN state snapshots in extra linear-state rows, one boundary row per sequence
@@ -80,7 +111,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
     spdlog::warn("prefix reuse is off with speculative decoding (the drafter keeps its own caches): every prompt is "
                  "prefilled cold");
   const bool hybrid = config_.num_linear_attention_layers() > 0;
-  state_ = std::make_unique<LinearStateCache>(*backend_, config_, options_.max_concurrency, checkpoints,
+  state_ = std::make_unique<LinearStateCache>(*backend_, rank_config, options_.max_concurrency, checkpoints,
                                               ninfer::prefix_state_rows(config_, options_));
   if (prefix) {
     std::vector<int32_t> rows;
@@ -90,6 +121,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
     kv_->set_reclaimer([this] { return prefix_->evict_one(); });
   }
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_, *state_);
+  runner_->set_ranks(tp_.get());
   if (options_.drafter) {
     auto drafter = options_.drafter(*weights_, drafter_limits(options_, options_.max_context));
     spec_ = std::make_unique<SpecDecoder>(std::move(drafter), options_.draft_tokens, options_.max_concurrency, *state_,
@@ -340,6 +372,7 @@ void Engine::step() {
 
   auto plan = scheduler_->schedule([&](Sequence& s) {
     s.state_slot = state_->acquire();
+    if (tp_) tp_->zero_state_slot(s.state_slot);
     if (spec_) spec_->add(static_cast<SeqId>(s.id));
     if (prefix_) reuse_prefix(s);
   });

@@ -17,6 +17,7 @@
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/weight_store.h"
 #include "engine/model/model.h"
+#include "engine/parallel/tp_ranks.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
 #include "engine/runtime/model_runner.h"
@@ -37,7 +38,11 @@ struct EngineOptions {
   DType kv_dtype = DType::kF32;
   BackendKind backend = BackendKind::kCpu;  // where the model runs (auto: CUDA when built and a GPU is present)
   int device = 0;                   // CUDA device index
-  int threads = 0;                  // CPU backend threads, 0 = all cores
+  int threads = 0;                  // CPU backend threads, 0 = all cores (under TP: shared out over the ranks)
+  // Tensor-parallel ranks (docs/parallel.md). > 1 runs that many CPU ranks as threads of this process, each with its
+  // share of the threads, its own KV cache / GDN state / scratch, driven in lockstep by the one scheduler. CPU backend
+  // only for now (NCCL TP is not built yet); not combined with a drafter (refused) nor prefix reuse (turned off).
+  int tp = 1;
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
   bool greedy = false;              // engine-wide greedy override
   size_t max_waiting = 1024;        // queued requests beyond this are refused (kQueueFull)
@@ -134,6 +139,7 @@ class Engine {
   EngineOptions options_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<WeightStore> weights_;  // device copies of the weights (none on the CPU backend); outlives model_
+  std::unique_ptr<TpRanks> tp_;           // ranks 1..tp−1 under tensor parallelism (null at TP1); outlives model_
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<LinearStateCache> state_;

@@ -52,7 +52,8 @@ std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, co
   } else {
     features_.clear();
   }
-  model_.forward(batch, kv_, state_, logits_, cap);
+  if (ranks_) ranks_->forward(model_, batch, kv_, state_, logits_, cap);
+  else model_.forward(batch, kv_, state_, logits_, cap);
   return logits_;
 }
 
