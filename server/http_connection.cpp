@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -96,6 +97,90 @@ const char* status_text(int status) {
   }
 }
 
+// RFC 9110 §5.6.2 tchar: what a header name is made of.
+bool is_tchar(unsigned char c) {
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
+  for (char t : std::string_view("!#$%&'*+-.^_`|~"))
+    if (c == static_cast<unsigned char>(t)) return true;
+  return false;
+}
+
+// Strict RFC 9112 §7.1 chunked framing of a body as sent: hex size (at most 16 digits), optional extensions, CRLF,
+// exactly that many bytes, CRLF; the last chunk, then CRLF (no trailers: httplib takes none). httplib 0.11 alone
+// ends the body at a chunk that is not followed by CRLF and reads the rest as the next request (a desync: bytes of
+// the body served as a request), and reads "-5" as a size of 2^64 - 5 (then waits for the body until the timeout).
+class ChunkFraming {
+ public:
+  void reset() { *this = ChunkFraming{}; }
+  // false when the bytes break the framing; `too_large` when a chunk is declared longer than `max` bytes.
+  bool feed(const char* p, size_t n, uint64_t max, bool& too_large) {
+    for (size_t i = 0; i < n; ++i) {
+      const unsigned char c = static_cast<unsigned char>(p[i]);
+      switch (s_) {
+        case S::kSize: {
+          int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+          if (v >= 0) {
+            if (++digits_ > 16) return false;
+            size_ = size_ * 16 + static_cast<uint64_t>(v);
+            if (size_ > max) return !(too_large = true);
+          } else if (digits_ == 0) {
+            return false;
+          } else if (c == ';' || c == ' ' || c == '\t') {
+            s_ = S::kExt;
+          } else if (c == '\r') {
+            s_ = S::kSizeLf;
+          } else {
+            return false;
+          }
+          break;
+        }
+        case S::kExt:
+          if (c == '\r') s_ = S::kSizeLf;
+          else if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+          break;
+        case S::kSizeLf:
+          if (c != '\n') return false;
+          s_ = size_ == 0 ? S::kLastCr : S::kData;
+          left_ = size_;
+          break;
+        case S::kData: {
+          const uint64_t m = std::min<uint64_t>(left_, n - i);
+          left_ -= m;
+          i += m - 1;
+          if (left_ == 0) s_ = S::kDataCr;
+          break;
+        }
+        case S::kDataCr:
+          if (c != '\r') return false;
+          s_ = S::kDataLf;
+          break;
+        case S::kDataLf:
+          if (c != '\n') return false;
+          s_ = S::kSize;
+          size_ = 0;
+          digits_ = 0;
+          break;
+        case S::kLastCr:
+          if (c != '\r') return false;
+          s_ = S::kLastLf;
+          break;
+        case S::kLastLf:
+          if (c != '\n') return false;
+          s_ = S::kDone;
+          break;
+        case S::kDone: return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  enum class S { kSize, kExt, kSizeLf, kData, kDataCr, kDataLf, kLastCr, kLastLf, kDone };
+  S s_ = S::kSize;
+  uint64_t size_ = 0, left_ = 0;
+  int digits_ = 0;
+};
+
 }  // namespace
 
 ConnectionState* current_connection() { return t_state; }
@@ -133,6 +218,9 @@ class ConnectionServer::Stream final : public httplib::Stream {
     body_delivered_ = 0;
     line_ = 0;
     tail_ = 0;
+    head_lines_ = 0;
+    colon_ = false;
+    chunks_.reset();
     head_deadline_ = Clock::now() + limits_.read_timeout;
   }
 
@@ -167,7 +255,16 @@ class ConnectionServer::Stream final : public httplib::Stream {
         const unsigned char c = static_cast<unsigned char>(buf_[off_ + i++]);
         tail_ = (tail_ << 8) | c;
         state.longest_line = std::max(state.longest_line, ++line_);
-        if (c == '\n') line_ = 0;
+        if (head_lines_ > 0 && !colon_ && c != '\r' && c != '\n') {  // a header line's name, up to the colon
+          if (c == ':') colon_ = true;
+          if ((c == ':' && line_ == 1) || (c != ':' && !is_tchar(c))) state.bad_header_line = true;
+        }
+        if (c == '\n') {
+          if (head_lines_ > 0 && line_ > 2 && !colon_) state.bad_header_line = true;  // not the empty line: no colon
+          ++head_lines_;
+          colon_ = false;
+          line_ = 0;
+        }
         if (delivered_ + i > limits_.max_header_bytes) {
           state.head_too_large = true;
           return -1;
@@ -183,6 +280,10 @@ class ConnectionServer::Stream final : public httplib::Stream {
       body_delivered_ += k;
       if (body_delivered_ > max_raw_body_) {
         state.body_too_large = true;
+        return -1;
+      }
+      if (state.chunked && !chunks_.feed(buf_.data() + off_, k, max_raw_body_, state.body_too_large)) {
+        state.bad_chunk = true;
         return -1;
       }
     }
@@ -262,6 +363,9 @@ class ConnectionServer::Stream final : public httplib::Stream {
   bool eof_ = false;
   size_t written_ = 0, delivered_ = 0, body_delivered_ = 0, line_ = 0;
   uint32_t tail_ = 0;
+  size_t head_lines_ = 0;  // lines of the head ended so far (0: in the request line)
+  bool colon_ = false;     // the current header line's colon was seen
+  ChunkFraming chunks_;
   Clock::time_point head_deadline_, body_deadline_;
 };
 

@@ -30,6 +30,10 @@ struct ConnectionState {
   bool body_too_large = false;   // the body as sent went over 2 × max_body_bytes + 1 MiB
   bool timed_out = false;        // a deadline passed while reading
   bool close_after = false;      // close the connection after this response
+  bool bad_header_line = false;  // a header line that is not `token ":" value` (no colon, whitespace before it,
+                                 // obs-fold): the request is refused (400), never guessed at
+  bool chunked = false;          // set before the body is read: the stream checks its chunked framing strictly
+  bool bad_chunk = false;        // the chunked framing as sent was broken (the reader fails: 400 invalid_body)
 };
 
 // The state of the request this thread serves; null outside one (e.g. in a test's own thread).

@@ -136,6 +136,11 @@ ApiError library_error(const Req& req, const Res& res, const HttpServerConfig& c
 // Checks the body framing before httplib reads a body (pre-routing): one Content-Length of digits within the
 // limit, or Transfer-Encoding: chunked alone; a POST needs one of them. nullopt when the request may go on.
 std::optional<ApiError> framing_error(const Req& req, const HttpServerConfig& config) {
+  ConnectionState* st = current_connection();
+  if (st && st->bad_header_line)
+    return http_error(400, "malformed_request",
+                      "Malformed HTTP request: a header line is not 'name: value' (no colon, whitespace before the "
+                      "colon, or a folded line).");
   const size_t lengths = req.get_header_value_count("Content-Length");
   if (req.has_header("Content-Encoding")) {
     const std::string ce = req.get_header_value("Content-Encoding");
@@ -149,6 +154,7 @@ std::optional<ApiError> framing_error(const Req& req, const HttpServerConfig& co
     if (encodings > 1 || lengths > 0 || (te != "chunked" && te != "Chunked" && te != "CHUNKED"))
       return http_error(encodings > 1 || lengths > 0 ? 400 : 501, "unsupported_transfer_encoding",
                         "Send the body with one Content-Length, or with 'Transfer-Encoding: chunked' alone.");
+    if (st) st->chunked = true;  // the stream checks the framing strictly as the body is read
     return std::nullopt;
   }
   if (lengths == 0) {

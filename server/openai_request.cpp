@@ -98,7 +98,11 @@ class Fields {
     if (v.is_number_integer()) return v.get<int64_t>();
     if (v.is_number_float()) {
       double d = v.get<double>();
-      if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
+      if (std::isfinite(d) && std::floor(d) == d) {
+        // A whole number too large for an exact integer (1e300, or 2^64 written out) is out of range, not a decimal.
+        if (std::fabs(d) >= 9.0e15) bad_value(field, fmt::format("{} is too large.", d));
+        return static_cast<int64_t>(d);
+      }
     }
     wrong_type(field, "an integer", v);
   }
