@@ -21,7 +21,7 @@
 #
 # DIR gets: check.sh (a copy of tests/gpu/check.sh), manifest.env (source root, git revision, which binary came
 # from which build), payload.tar.xz = bin/ (stripped: ninfer_tests_cuda_sm90, ninfer_tests_device_sm90,
-# ninfer-bench-cuda_sm90 when built, ninfer_tests_cuda_sm70) + lib/ (the shared libraries a bare CUDA image lacks:
+# ninfer-bench-cuda_sm90 when built, ninfer-serve_sm90, ninfer_tests_cuda_sm70) + lib/ (the shared libraries a bare CUDA image lacks:
 # fmt, spdlog, xxhash, libcudart.so.12 and .13; never libnccl or cuBLAS, which check.sh takes from the GPU
 # machine's Python wheels), and with --with-data, data/. Inside a checkout DIR should be ignored by git: the
 # default name build-gpu-bundle is (/build*/).
@@ -60,7 +60,7 @@ if [ "$slim" = 1 ]; then
   [ -x "$root/.venv/bin/python" ] && py=(-DNINFER_PYTHON="$root/.venv/bin/python")
   echo "== gpu-bundle: build-gpu-sm90 (sm_90 SASS only)"
   locked cmake --preset linux-cuda -B build-gpu-sm90 -DCMAKE_CUDA_ARCHITECTURES=90-real "${py[@]}" >/dev/null
-  t90=(ninfer_tests_cuda ninfer_tests_device)
+  t90=(ninfer_tests_cuda ninfer_tests_device ninfer-serve)
   all90="$(ninja -C build-gpu-sm90 -t targets all 2>/dev/null || true)"
   if grep -q '^ninfer-bench-cuda: ' <<<"$all90"; then t90+=(ninfer-bench-cuda); fi
   locked cmake --build build-gpu-sm90 -j "$jobs" --target "${t90[@]}"
@@ -104,6 +104,7 @@ if [ -d "$sm90" ]; then
   add_bin "$sm90" tests/device/ninfer_tests_device ninfer_tests_device_sm90
   rel="$(find_rel "$sm90" ninfer-bench-cuda || true)"
   if [ -n "$rel" ]; then add_bin "$sm90" "$rel" ninfer-bench-cuda_sm90; fi
+  add_bin "$sm90" apps/ninfer-serve ninfer-serve_sm90   # the serve test's server (NINFER_SERVE_BINARY)
 else
   missing+=("the sm_90 build $sm90 (cmake --preset linux-cuda && cmake --build build-cuda)")
 fi

@@ -79,9 +79,10 @@ class Backend {
   // ---- memory ----
   // Allocates `bytes` of device memory, 64-byte aligned, zero-filled.
   virtual Buffer alloc(size_t bytes) = 0;
-  // dst <- src, same dtype and shape; either side may be host (Device::kCpu) or this backend's device.
+  // dst <- src, same dtype and shape; either side may be host (Device::kCpu) or this backend's device. Any leading
+  // strides on either side (the last dimension contiguous, as for every op).
   virtual void copy(const Tensor& dst, const Tensor& src) = 0;
-  // Fills a tensor with zeros (any dtype).
+  // Fills a tensor with zeros (any dtype, any leading strides).
   virtual void zero(const Tensor& t) = 0;
   virtual void synchronize() = 0;
 

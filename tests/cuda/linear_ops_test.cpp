@@ -6,6 +6,7 @@
 // each output must be within 1e-5 · scale_m of the CPU's, scale_m = max over the row of max(|y_cpu|, Σ_k|x_k·w_k| / √K)
 // (the second term keeps rows whose outputs happen to cancel from setting a tolerance of ~0). NaN must match NaN.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -24,6 +25,10 @@ namespace ninfer::testing {
 namespace {
 
 constexpr double kLinearTol = 1e-5;
+// Plus this many f32 epsilons of sum|x·w| per output: the CPU and the GPU add the same f32 products in different
+// orders, and on the adversarial nvfp4 rows (outliers that cancel to 1/200 of sum|x·w|) that order alone moves the
+// result by up to ~2 epsilons of sum|x·w| (seen on an H200: 1.8 at K 4096, sum|x·w| 9.3e6).
+constexpr double kSumOrderEps = 4.0;
 
 const std::vector<int64_t> kRowCounts = {1, 2, 3, 5, 8, 9, 17, 64, 130};
 
@@ -81,8 +86,11 @@ std::vector<double> abs_dots(const std::vector<float>& x, const std::vector<floa
     }
     for (int64_t n = 0; n < N; ++n) {
       const size_t i = static_cast<size_t>(m * N + n);
-      const bool ok = std::isnan(want[i]) ? std::isnan(got[i])
-                                          : std::fabs(double(got[i]) - double(want[i])) <= kLinearTol * scale;
+      // NaN matches NaN and an infinity the same infinity (W4A16 carries a row's inf through, as the CPU does).
+      const bool ok = std::isnan(want[i])   ? std::isnan(got[i])
+                      : std::isinf(want[i]) ? got[i] == want[i]
+                                            : std::fabs(double(got[i]) - double(want[i])) <=
+                                                  kLinearTol * scale + kSumOrderEps * FLT_EPSILON * absdot[i];
       if (!ok) {
         if (bad < 5)
           first += " [" + std::to_string(m) + "," + std::to_string(n) + "] " + std::to_string(got[i]) + " vs " +

@@ -170,14 +170,20 @@ else
 fi
 # Every shared library the binaries need must resolve here (the bundle ships what Debian-only; the rest is system).
 run_step libraries plain 30 0 -- bash -c 'rc=0; for b in "$0"/*; do [ -e "$b" ] || { echo "no binaries in $0"; exit 1; }; m="$(ldd "$b" 2>&1 | grep "not found")"; if [ -n "$m" ]; then echo "${b##*/}: $m"; rc=1; fi; done; [ $rc = 1 ] || echo "all libraries resolve"; exit $rc' "$bin"
-ops_filter="${NINFER_GPU_OPS_FILTER:-*}-*CudaE2E*"   # gtest: POSITIVE-NEGATIVE
+# The tests that need a machine WITHOUT a GPU (the refusal at start) are left out here: they skip on a GPU machine.
+ops_filter="${NINFER_GPU_OPS_FILTER:-*}-*CudaE2E*:*WithoutAGpu*"   # gtest: POSITIVE-NEGATIVE
+# ninfer-serve for the serve test (CudaServe.*): the bundle's sm_90 build.
+[ -x "$bin/ninfer-serve_sm90" ] && export NINFER_SERVE_BINARY="$bin/ninfer-serve_sm90"
 run_step probe gtest 60 1 -- "$bin/ninfer_tests_device_sm90"
 run_step ops-sm90 gtest 150 1 -- "$bin/ninfer_tests_cuda_sm90" "--gtest_filter=$ops_filter"
-run_step ops-sm70-jit gtest 180 1 -- "$bin/ninfer_tests_cuda_sm70" "--gtest_filter=$ops_filter"
+# The serve test starts the bundle's ninfer-serve (sm_90 build) whichever test binary runs it: once is enough.
+run_step ops-sm70-jit gtest 180 1 -- "$bin/ninfer_tests_cuda_sm70" "--gtest_filter=$ops_filter:CudaServe.*"
 jit_verdict
 run_step e2e-sm90 gtest 120 1 -- "$bin/ninfer_tests_cuda_sm90" "--gtest_filter=*CudaE2E*"
 sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)"
-if [ -n "$sanitizer" ]; then
+if [ ! -x "$bin/ninfer_tests_cuda_sm90" ]; then
+  record memcheck skipped "" 0 0 0 0 "compute-sanitizer --tool memcheck" "not in the bundle: $bin/ninfer_tests_cuda_sm90" ""
+elif [ -n "$sanitizer" ]; then
   run_step memcheck gtest 120 1 -- "$sanitizer" --tool memcheck --error-exitcode 86 --print-limit 20 \
     "$bin/ninfer_tests_cuda_sm90" "--gtest_filter=${NINFER_GPU_MEMCHECK_FILTER:-*Small*}"
 else

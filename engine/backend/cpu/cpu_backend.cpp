@@ -101,8 +101,6 @@ void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
   check_cpu("copy", "src", src);
   if (dst.dtype != src.dtype) fail(ErrorKind::kInvalidArgument, "copy: dtype {} -> {}", src.describe(), dst.describe());
   check_same_shape("copy", "src", src, dst);
-  if (!src.rows_uniform() || !dst.rows_uniform())
-    fail(ErrorKind::kInvalidArgument, "copy: last dim must be contiguous ({} -> {})", src.describe(), dst.describe());
   const size_t row_bytes = static_cast<size_t>(src.row_size()) * dtype_element_bytes(src.dtype);
   if (src.is_contiguous() && dst.is_contiguous()) {
     std::memmove(dst.data, src.data, row_bytes * static_cast<size_t>(src.rows()));

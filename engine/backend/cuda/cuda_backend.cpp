@@ -96,6 +96,30 @@ Buffer CudaBackend::alloc(size_t bytes) {
   return b;
 }
 
+namespace {
+// Row planes of a view whose leading dimensions need not collapse: plane p holds the rows of dimension ndim-2
+// (equally spaced by stride[ndim-2]) at the p-th index of the dimensions before it. A rows_uniform view is one plane.
+struct RowPlanes {
+  int64_t count = 1, rows = 1;
+};
+// The planes of two same-shape views taken together: one when both have equally spaced rows.
+RowPlanes row_planes(const Tensor& a, const Tensor& b) {
+  if ((a.rows_uniform() && b.rows_uniform()) || a.ndim < 3) return {1, a.rows()};
+  const int64_t inner = a.dim(a.ndim - 2);
+  return {a.rows() / inner, inner};
+}
+// Byte offset of plane p (its first row).
+size_t plane_offset(const Tensor& t, int64_t p, size_t eb) {
+  int64_t off = 0;
+  for (int d = t.ndim - 3; d >= 0 && p > 0; --d) {
+    const int64_t n = t.dim(d);
+    off += (p % n) * t.stride[static_cast<size_t>(d)];
+    p /= n;
+  }
+  return static_cast<size_t>(off) * eb;
+}
+}  // namespace
+
 void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
   for (const Tensor* t : {&dst, &src})
     if (t->device != Device::kCpu && t->device != Device::kCuda)
@@ -104,34 +128,41 @@ void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
   check_on("copy", "src", src, src.device);
   if (dst.dtype != src.dtype) fail(ErrorKind::kInvalidArgument, "copy: dtype {} -> {}", src.describe(), dst.describe());
   check_same_shape("copy", "src", src, dst);
-  if (!src.rows_uniform() || !dst.rows_uniform())
-    fail(ErrorKind::kInvalidArgument, "copy: rows must be equally spaced ({} -> {})", src.describe(), dst.describe());
   if (src.numel() == 0) return;
   const size_t eb = element_bytes("copy", src);
   const size_t row_bytes = static_cast<size_t>(src.row_size()) * eb;
   const cudaMemcpyKind kind = copy_kind(dst.device, src.device);
   if (src.is_contiguous() && dst.is_contiguous()) {
     NINFER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, row_bytes * static_cast<size_t>(src.rows()), kind, stream_));
-  } else {
-    const size_t dpitch = static_cast<size_t>(dst.row_stride()) * eb, spitch = static_cast<size_t>(src.row_stride()) * eb;
-    NINFER_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, src.rows() > 1 ? dpitch : row_bytes, src.data,
-                                        src.rows() > 1 ? spitch : row_bytes, row_bytes,
-                                        static_cast<size_t>(src.rows()), kind, stream_));
+    after_launch("copy");
+    return;
+  }
+  // One 2D copy per row plane: a single one when both sides have equally spaced rows, else one per index of the
+  // outer dimensions (the [T, heads, dim] views with padded token rows).
+  const RowPlanes planes = row_planes(src, dst);
+  const size_t dpitch = planes.rows > 1 ? static_cast<size_t>(dst.row_stride()) * eb : row_bytes;
+  const size_t spitch = planes.rows > 1 ? static_cast<size_t>(src.row_stride()) * eb : row_bytes;
+  for (int64_t p = 0; p < planes.count; ++p) {
+    NINFER_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(dst.data) + plane_offset(dst, p, eb), dpitch,
+                                        static_cast<const char*>(src.data) + plane_offset(src, p, eb), spitch, row_bytes,
+                                        static_cast<size_t>(planes.rows), kind, stream_));
   }
   after_launch("copy");
 }
 
 void CudaBackend::zero(const Tensor& t) {
   check_on("zero", "t", t, Device::kCuda);
-  if (!t.rows_uniform()) fail(ErrorKind::kInvalidArgument, "zero: rows must be equally spaced ({})", t.describe());
   if (t.numel() == 0) return;
   const size_t eb = element_bytes("zero", t);
   const size_t row_bytes = static_cast<size_t>(t.row_size()) * eb;
-  if (t.is_contiguous() || t.rows() == 1) {
+  if (t.is_contiguous()) {
     NINFER_CUDA_CHECK(cudaMemsetAsync(t.data, 0, row_bytes * static_cast<size_t>(t.rows()), stream_));
   } else {
-    NINFER_CUDA_CHECK(cudaMemset2DAsync(t.data, static_cast<size_t>(t.row_stride()) * eb, 0, row_bytes,
-                                        static_cast<size_t>(t.rows()), stream_));
+    const RowPlanes planes = row_planes(t, t);
+    const size_t pitch = planes.rows > 1 ? static_cast<size_t>(t.row_stride()) * eb : row_bytes;
+    for (int64_t p = 0; p < planes.count; ++p)
+      NINFER_CUDA_CHECK(cudaMemset2DAsync(static_cast<char*>(t.data) + plane_offset(t, p, eb), pitch, 0, row_bytes,
+                                          static_cast<size_t>(planes.rows), stream_));
   }
   after_launch("zero");
 }

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "engine/core/error.h"
 #include "kernels/cuda_check.h"
@@ -31,7 +32,10 @@ DeviceArena::~DeviceArena() {
 void* DeviceArena::allocate(size_t bytes) {
   const size_t size = round_size(bytes);
   std::lock_guard lock(mu_);
-  if (auto it = free_.find(size); it != free_.end()) {
+  // The most recently released block of the class (LIFO: likely still in L2, and what a freed-then-reallocated
+  // scratch buffer expects).
+  if (auto [lo, hi] = free_.equal_range(size); lo != hi) {
+    const auto it = std::prev(hi);
     void* p = it->second;
     free_.erase(it);
     cached_ -= size;
