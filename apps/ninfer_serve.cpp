@@ -14,6 +14,7 @@
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/model/model_artifact.h"
+#include "engine/model/weight_shard.h"
 #include "engine/runtime/engine.h"
 #include "engine/runtime/memory_plan.h"
 #include "engine/spec/drafter_registry.h"
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     ninfer::Artifact artifact = ninfer::Artifact::open(opt.model, {.verify_checksums = opt.verify});
     ninfer::ModelConfig config = ninfer::load_model_config(artifact);
+    for (int r = 0; r < opt.tp; ++r) ninfer::tp_layout(config, r, opt.tp);  // heads that cannot be cut: refused now
     // Speculative decoding: the drafter is checked against the artifact first (a missing section stops the start).
     const std::string spec_method(ninfer::server::spec_method_name(opt.spec));
     ninfer::DrafterFactory drafter;
@@ -85,6 +87,15 @@ int main(int argc, char** argv) {
                                          .threads = opt.threads};
     std::string backend_why;
     const ninfer::BackendKind backend_kind = ninfer::resolve_backend(backend_sel, &backend_why);
+    // --tp > 1 runs in-process CPU ranks (--backend cuda with --tp is refused at parse). Where auto would pick a GPU,
+    // running a model sized for GPUs on CPU ranks instead would be a silent fallback: refuse, saying what to use.
+    if (opt.tp > 1 && backend_kind == ninfer::BackendKind::kCuda) {
+      std::fprintf(stderr,
+                   "--tp %d: tensor parallelism on the GPU (NCCL) is not built yet in this version of ninfer-serve; "
+                   "use --tp 1 to run on GPU %d, or --backend cpu to run %d CPU ranks (docs/parallel.md)\n",
+                   opt.tp, backend_sel.device, opt.tp);
+      return 2;
+    }
     const bool on_gpu = backend_kind == ninfer::BackendKind::kCuda;
     auto device_free_bytes = [&]() -> uint64_t {
       if (!on_gpu) return ninfer::host_available_bytes();
@@ -109,9 +120,10 @@ int main(int argc, char** argv) {
     eo.kv_capacity = opt.kv_capacity.value_or(0);
     eo.kv_dtype = kv_dtype_of(opt.kv_dtype);
     eo.threads = opt.threads;
+    eo.tp = opt.tp;
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
     eo.greedy = opt.greedy;
-    eo.prefix_cache = opt.prefix_reuse;
+    eo.prefix_cache = opt.prefix_reuse && opt.tp == 1;  // not built under TP yet (docs/parallel.md)
     eo.prefix_snapshots = opt.prefix_snapshots.value_or(0);
     eo.output_ids = ninfer::server::tokenizer_output_ids(tokenizer, config.vocab_size);  // padded rows never produced
     if (opt.spec != ninfer::server::SpecMethod::kNone) {
@@ -153,6 +165,8 @@ int main(int argc, char** argv) {
                            : std::string());
         else if (!opt.prefix_reuse)  // (off because of --spec: the engine warned when it was built)
           spdlog::info("prefix reuse: off (--no-prefix-reuse), every prompt is prefilled cold");
+        else if (opt.tp > 1)
+          spdlog::info("prefix reuse: off under --tp {} (not built yet), every prompt is prefilled cold", opt.tp);
         spdlog::info("memory plan: {}; {} free after load {:.1f} MiB", plan.describe(), on_gpu ? "device" : "host",
                      device_free_bytes() / (1024.0 * 1024.0));
         ninfer::server::EngineServiceConfig sc;

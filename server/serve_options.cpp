@@ -38,8 +38,11 @@ constexpr FeatureGate kGates[] = {
      [](const ServeOptions& o) { return o.spec == SpecMethod::kDflash2; }, true},
     {"--lm-head-draft", "the reduced-vocabulary draft lm_head",
      [](const ServeOptions& o) { return o.lm_head_draft; }, true},
-    {"--tp", "tensor parallelism over more than one rank",
-     [](const ServeOptions& o) { return o.tp > 1; }, false},
+    // --tp > 1 runs in-process CPU ranks (docs/parallel.md); on the CUDA backend it needs NCCL TP.
+    {"--tp with --backend cuda", "tensor parallelism on the CUDA backend (NCCL TP; --tp runs on --backend cpu)",
+     [](const ServeOptions& o) { return o.tp > 1 && o.backend == "cuda"; }, false},
+    {"--spec with --tp", "speculative decoding under tensor parallelism (use --tp 1 or --spec none)",
+     [](const ServeOptions& o) { return o.tp > 1 && o.spec != SpecMethod::kNone; }, false},
     {"--kv-dtype int8", "the int8 KV cache",
      [](const ServeOptions& o) { return o.kv_dtype == KvDtype::kInt8; }, true},
     {"--reasoning-budget", "the reasoning budget",
