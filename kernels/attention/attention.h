@@ -89,4 +89,9 @@ struct AttentionArgs {
 };
 void paged_attention(cudaStream_t stream, const AttentionArgs& args);
 
+// CTAs of the attention kernel that paged_attention() launches for `config` and a cache of `cache_type` that fit on
+// one SM of the current device at once (its registers and shared memory; ≥ 1): the split-K plan sizes its key
+// ranges so that one wave fills them.
+int attention_ctas_per_sm(const AttnConfig& config, KType cache_type);
+
 }  // namespace ninfer::kern

@@ -18,40 +18,49 @@ constexpr int kThreads = kWarps * kWarpSize;
 static_assert(kAttnMaxHeadDim <= 4 * kThreads, "attention_combine_kernel keeps 4 dims per thread");
 constexpr unsigned kFull = 0xffffffffu;
 
-// Four consecutive elements of a K/V row starting at element d (a multiple of 4) as f32; elements at or past n read
-// as 0. `vec`: the row admits one aligned 4-element access (n % 4 == 0, aligned base and strides).
+// Four consecutive elements of a K/V row starting at element d (a multiple of 4); elements at or past n read as 0.
+// `vec`: the row admits one aligned 4-element access (n % 4 == 0, aligned base and strides). They are kept packed
+// (4·sizeof(T) bytes) until unpack4 widens them exactly at their use, so that rows loaded ahead of the math hold
+// 1–4 registers per lane instead of 4 floats.
 template <typename T>
-__device__ __forceinline__ void load4(const T* row, int d, int n, bool vec, float (&x)[4]) {
+using Raw4 = typename detail::VecWord<4 * static_cast<int>(sizeof(T))>::type;
+template <typename T>
+__device__ __forceinline__ Raw4<T> load4_raw(const T* row, int d, int n, bool vec) {
+  Raw4<T> w;
   if (vec) {
     if (d < n) {
-      load_vec<4>(row + d, x);
+      w = *reinterpret_cast<const Raw4<T>*>(row + d);
     } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) x[i] = 0.0f;
+      memset(&w, 0, sizeof(w));
     }
-    return;
+    return w;
   }
+  T e[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) x[i] = d + i < n ? to_float(row[d + i]) : 0.0f;
+  for (int i = 0; i < 4; ++i) {
+    if (d + i < n) {
+      e[i] = row[d + i];
+    } else {
+      memset(&e[i], 0, sizeof(T));
+    }
+  }
+  memcpy(&w, e, sizeof(w));
+  return w;
 }
-// int8 codes, widened exactly.
-template <>
-__device__ __forceinline__ void load4<int8_t>(const int8_t* row, int d, int n, bool vec, float (&x)[4]) {
-  if (vec) {
-    if (d < n) {
-      const char4 c = *reinterpret_cast<const char4*>(row + d);
-      x[0] = static_cast<float>(c.x);
-      x[1] = static_cast<float>(c.y);
-      x[2] = static_cast<float>(c.z);
-      x[3] = static_cast<float>(c.w);
-    } else {
+// int8 codes are widened exactly without I2F (a quarter/eighth-rate conversion): code c → the f32 with bits
+// 0x4B0000 | (c + 128) is 2^23 + c + 128 exactly, and subtracting 2^23 + 128 leaves c exactly (one PRMT + FADD).
+template <typename T>
+__device__ __forceinline__ void unpack4(const Raw4<T>& w, float (&x)[4]) {
+  if constexpr (sizeof(T) == 1) {
+    const uint32_t u = static_cast<uint32_t>(w) ^ 0x80808080u;  // each byte: c + 128 (two's complement c)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) x[i] = 0.0f;
-    }
-    return;
+    for (int i = 0; i < 4; ++i) x[i] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540u | i)) - 8388736.0f;
+  } else {
+    T e[4];
+    memcpy(e, &w, sizeof(w));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] = to_float(e[i]);
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) x[i] = d + i < n ? static_cast<float>(row[d + i]) : 0.0f;
 }
 
 // v[j] holds this lane's partial dot for key j of a group of KG keys. Afterwards every lane holds the full
@@ -86,6 +95,15 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_kernel(const Atte
   constexpr int KG = MW >= 8 ? 4 : kAttnKeyGroup;
   using Lanes = KeyLanes<KG>;
   constexpr int kDP = 128 * NC;  // padded head dim
+  // Registers one key row takes per lane while its loads are in flight (4·NC elements kept packed, Raw4), and the
+  // load batches that keep ≤ 64 such registers: K rows kKB at a time; the V rows of the whole group are issued with
+  // the K rows (before the softmax, so K and V traffic overlap) when K + V of a group fit in that budget.
+  // f32 rows with the widest q/o tiles (mw·nc = 8) get half the budget: 64 spills on sm_70.
+  constexpr int kRowRegs = NC * static_cast<int>(sizeof(T));
+  constexpr int kLoadRegs = sizeof(T) == 4 && MW * NC >= 8 ? 32 : 64;
+  constexpr int kKB = KG * kRowRegs <= kLoadRegs ? KG : (kLoadRegs / kRowRegs >= 1 ? kLoadRegs / kRowRegs : 1);
+  constexpr bool kVPre = 2 * KG * kRowRegs <= kLoadRegs;
+  static_assert(KG % kKB == 0, "K batches split the key group evenly");
   __shared__ float red_o[kWarps][MW][kDP];
   __shared__ float red_ml[kWarps][MW][2];
 
@@ -146,45 +164,82 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_kernel(const Atte
   }
 
   for (int g0 = kb + wk * KG; g0 < ke; g0 += wk_n * KG) {
-    // ---- scores of keys g0 .. g0 + KG − 1 ----
-    float part_s[MW][KG];
-    float my_ks = 0.0f, my_vs = 0.0f;
-    const int blk0 = g0 / bs, off0 = g0 - blk0 * bs;
-    int blk_i = blk0, off = off0;
+    // ---- where the rows of keys g0 .. g0 + KG − 1 live ----
+    // Keys at or past ke take key g0's slot (always in range): their loads stay unconditional (no branch between
+    // the loads of a group, so they are all in flight at once) and their scores are masked to −inf below.
+    int blk_ofs[KG], slot_off[KG];
+    {
+      const int blk0 = g0 / bs, off0 = g0 - blk0 * bs;
+      int blk_i = blk0, off = off0;
 #pragma unroll
-    for (int j = 0; j < KG; ++j) {
-      float kx[NC][4];
-      if (g0 + j < ke) {
-        const int64_t block = table[blk_i];
-        const T* kr = k_head + block * kc.lead_stride[0] + off * kc.lead_stride[1];
-#pragma unroll
-        for (int c = 0; c < NC; ++c) load4(kr, 4 * lane + 128 * c, hd, a.vec, kx[c]);
-        if constexpr (kI8) {
-          const float ksj = ks_head[block * a.cache.k_scale.lead_stride[0] + off * a.cache.k_scale.lead_stride[1]];
-          const float vsj = vs_head[block * a.cache.v_scale.lead_stride[0] + off * a.cache.v_scale.lead_stride[1]];
-          if (my_key == j) {
-            my_ks = ksj;
-            my_vs = vsj;
-          }
+      for (int j = 0; j < KG; ++j) {
+        const bool in = g0 + j < ke;
+        blk_ofs[j] = in ? blk_i : blk0;
+        slot_off[j] = in ? off : off0;
+        if (++off == bs) {
+          off = 0;
+          ++blk_i;
         }
-      } else {
-#pragma unroll
-        for (int c = 0; c < NC; ++c)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) kx[c][i] = 0.0f;
       }
-      if (++off == bs) {
-        off = 0;
-        ++blk_i;
+    }
+    int32_t block[KG];
+#pragma unroll
+    for (int j = 0; j < KG; ++j) block[j] = table[blk_ofs[j]];
+
+    // int8: each lane reads the two scales of the one key it holds after the transpose (one load each, not KG).
+    float my_ks = 0.0f, my_vs = 0.0f;
+    if constexpr (kI8) {
+      int64_t b = block[0];
+      int of = slot_off[0];
+#pragma unroll
+      for (int j = 1; j < KG; ++j)
+        if (my_key == j) {
+          b = block[j];
+          of = slot_off[j];
+        }
+      const float ksj = ks_head[b * a.cache.k_scale.lead_stride[0] + of * a.cache.k_scale.lead_stride[1]];
+      const float vsj = vs_head[b * a.cache.v_scale.lead_stride[0] + of * a.cache.v_scale.lead_stride[1]];
+      const bool in = g0 + my_key < ke;
+      my_ks = in ? ksj : 0.0f;
+      my_vs = in ? vsj : 0.0f;
+    }
+
+    // V rows of the group issued together with the K rows (before the softmax) when they fit in registers.
+    Raw4<T> vx[kVPre ? KG : 1][NC];
+    if constexpr (kVPre) {
+#pragma unroll
+      for (int j = 0; j < KG; ++j) {
+        const T* vr = v_head + static_cast<int64_t>(block[j]) * vc.lead_stride[0] + slot_off[j] * vc.lead_stride[1];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) vx[j][c] = load4_raw(vr, 4 * lane + 128 * c, hd, a.vec);
+      }
+    }
+
+    // ---- scores of keys g0 .. g0 + KG − 1, K rows loaded kKB at a time ----
+    float part_s[MW][KG];
+#pragma unroll
+    for (int j0 = 0; j0 < KG; j0 += kKB) {
+      Raw4<T> kw[kKB][NC];
+#pragma unroll
+      for (int jj = 0; jj < kKB; ++jj) {
+        const T* kr = k_head + static_cast<int64_t>(block[j0 + jj]) * kc.lead_stride[0] + slot_off[j0 + jj] * kc.lead_stride[1];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) kw[jj][c] = load4_raw(kr, 4 * lane + 128 * c, hd, a.vec);
       }
 #pragma unroll
-      for (int m = 0; m < MW; ++m) {
-        float acc = 0.0f;
+      for (int jj = 0; jj < kKB; ++jj) {
+        float kx[NC][4];
 #pragma unroll
-        for (int c = 0; c < NC; ++c)
+        for (int c = 0; c < NC; ++c) unpack4<T>(kw[jj][c], kx[c]);
 #pragma unroll
-          for (int i = 0; i < 4; ++i) acc = fmaf(q[m][c][i], kx[c][i], acc);
-        part_s[m][j] = acc;
+        for (int m = 0; m < MW; ++m) {
+          float acc = 0.0f;
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc = fmaf(q[m][c][i], kx[c][i], acc);
+          part_s[m][j0 + jj] = acc;
+        }
       }
     }
 
@@ -217,29 +272,42 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_kernel(const Atte
       }
     }
 
-    // ---- o += p · V ----
-    blk_i = blk0;
-    off = off0;
+    // ---- o += p · V, keys in order (V rows loaded kKB at a time unless prefetched) ----
 #pragma unroll
-    for (int j = 0; j < KG; ++j) {
-      float pj[MW];
+    for (int j0 = 0; j0 < KG; j0 += (kVPre ? KG : kKB)) {
+      constexpr int kN = kVPre ? KG : kKB;
+      Raw4<T> vl[kVPre ? 1 : kKB][NC];
+      if constexpr (!kVPre) {
 #pragma unroll
-      for (int m = 0; m < MW; ++m) pj[m] = __shfl_sync(kFull, p[m], j << Lanes::kShift);
-      if (g0 + j < ke) {  // warp-uniform
-        const T* vr = v_head + static_cast<int64_t>(table[blk_i]) * vc.lead_stride[0] + off * vc.lead_stride[1];
-        float vx[NC][4];
+        for (int jj = 0; jj < kN; ++jj) {
+          const T* vr = v_head + static_cast<int64_t>(block[j0 + jj]) * vc.lead_stride[0] + slot_off[j0 + jj] * vc.lead_stride[1];
 #pragma unroll
-        for (int c = 0; c < NC; ++c) load4(vr, 4 * lane + 128 * c, hd, a.vec, vx[c]);
-#pragma unroll
-        for (int m = 0; m < MW; ++m)
-#pragma unroll
-          for (int c = 0; c < NC; ++c)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) o[m][c][i] = fmaf(pj[m], vx[c][i], o[m][c][i]);
+          for (int c = 0; c < NC; ++c) vl[jj][c] = load4_raw(vr, 4 * lane + 128 * c, hd, a.vec);
+        }
       }
-      if (++off == bs) {
-        off = 0;
-        ++blk_i;
+#pragma unroll
+      for (int jj = 0; jj < kN; ++jj) {
+        const int j = j0 + jj;
+        float pj[MW];
+#pragma unroll
+        for (int m = 0; m < MW; ++m) pj[m] = __shfl_sync(kFull, p[m], j << Lanes::kShift);
+        if (g0 + j < ke) {  // warp-uniform
+          float x[NC][4];
+#pragma unroll
+          for (int c = 0; c < NC; ++c) {
+            if constexpr (kVPre) {
+              unpack4<T>(vx[j][c], x[c]);
+            } else {
+              unpack4<T>(vl[jj][c], x[c]);
+            }
+          }
+#pragma unroll
+          for (int m = 0; m < MW; ++m)
+#pragma unroll
+            for (int c = 0; c < NC; ++c)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) o[m][c][i] = fmaf(pj[m], x[c][i], o[m][c][i]);
+        }
       }
     }
   }
@@ -385,6 +453,31 @@ void launch_nc(cudaStream_t stream, const AttentionArgs& a, dim3 grid) {
   }
 }
 
+// The kernel instance launch_nc picks for config c (nullptr for a combination it does not launch).
+template <typename T, int NC>
+const void* kernel_nc(const AttnConfig& c) {
+  switch (c.mw) {
+    case 1: return reinterpret_cast<const void*>(&paged_attention_kernel<T, NC, 1>);
+    case 2: return reinterpret_cast<const void*>(&paged_attention_kernel<T, NC, 2>);
+    case 4:
+      if constexpr (NC <= 2) return reinterpret_cast<const void*>(&paged_attention_kernel<T, NC, 4>);
+      return nullptr;
+    case 8:
+      if constexpr (NC == 1) return reinterpret_cast<const void*>(&paged_attention_kernel<T, NC, 8>);
+      return nullptr;
+    default: return nullptr;
+  }
+}
+template <typename T>
+const void* kernel_type(const AttnConfig& c) {
+  switch (c.nc) {
+    case 1: return kernel_nc<T, 1>(c);
+    case 2: return kernel_nc<T, 2>(c);
+    case 4: return kernel_nc<T, 4>(c);
+    default: return nullptr;
+  }
+}
+
 template <typename T>
 void launch_type(cudaStream_t stream, const AttentionArgs& a, dim3 grid) {
   switch (a.config.nc) {
@@ -396,6 +489,23 @@ void launch_type(cudaStream_t stream, const AttentionArgs& a, dim3 grid) {
 }
 
 }  // namespace
+
+int attention_ctas_per_sm(const AttnConfig& config, KType cache_type) {
+  const void* fn = nullptr;
+  switch (cache_type) {
+    case KType::kF32: fn = kernel_type<float>(config); break;
+    case KType::kBF16: fn = kernel_type<Bf16>(config); break;
+    case KType::kF16: fn = kernel_type<F16>(config); break;
+    case KType::kI8: fn = kernel_type<int8_t>(config); break;
+    default: break;
+  }
+  int n = 0;
+  if (fn == nullptr || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, kThreads, 0) != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query only costs the plan its estimate
+    return 1;
+  }
+  return n > 0 ? n : 1;
+}
 
 void paged_attention(cudaStream_t stream, const AttentionArgs& in) {
   if (in.n_items == 0) return;

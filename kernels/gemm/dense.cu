@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kGemvThreads, 1)
   auto store = [&](int m, int64_t n, float v) {
     if (m < rows && n < N) gemv_put(a.y, a.ys, m, n, v, a.accumulate);
   };
-  gemv_run<MT, R>(N, (K + EV - 1) / EV, splits, unit, store);
+  gemv_run<MT, R, 1>(N, (K + EV - 1) / EV, splits, unit, store);
 }
 
 template <typename T, int MT>

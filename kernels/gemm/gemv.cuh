@@ -17,10 +17,19 @@ namespace ninfer::kern {
 constexpr int kGemvWarps = 8;
 constexpr int kGemvThreads = kGemvWarps * 32;
 
-// unit(n0, u, acc) adds unit u of rows [n0, n0 + R) (rows past N may be read clamped; their sums are dropped);
+// K units a lane takes per group for the NVFP4 GEMVs: 4 for the small register tiles of M <= 2, 2 above (registers:
+// the resource report, scripts/cuda-resources.sh, fails on any spill). The dense GEMVs take 1: on the H200 the bf16
+// M = 1 GEMV ran at 90% of copy bandwidth ungrouped and 77% with groups of 4, while the NVFP4 one gained 8%
+// (docs/gpu.md, Results).
+template <int MT, int R>
+constexpr int kGemvUnroll = MT * R <= 4 ? 4 : 2;
+
+// U: K units per group (kGemvUnroll). unit(n0, u, acc) adds unit u of rows [n0, n0 + R) (rows past N may be read
+// clamped; their sums are dropped);
 // store(m, n, v) writes output (m, n) for m < rows, n < N.
-template <int MT, int R, typename Unit, typename Store>
+template <int MT, int R, int U, typename Unit, typename Store>
 __device__ __forceinline__ void gemv_run(int64_t N, int64_t units, int splits, const Unit& unit, const Store& store) {
+  static_assert(U >= 1, "gemv_run: units per group");
   static_assert(MT * R <= 32, "gemv_run: one lane per output of a row group");
   __shared__ float part[kGemvWarps][MT * R];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -33,9 +42,16 @@ __device__ __forceinline__ void gemv_run(int64_t N, int64_t units, int splits, c
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
   if (n0 < N) {
+    // Groups of U units (a constant trip count both nvcc and clang unroll), so that the weight loads of a group are
+    // issued together (read-only, independent): more bytes in flight per lane. The additions keep their order.
+    const int64_t step = 32 * static_cast<int64_t>(splits);
+    int64_t u = static_cast<int64_t>(s) * 32 + lane;
+    for (; u + (U - 1) * step < units; u += U * step) {
+#pragma unroll
+      for (int i = 0; i < U; ++i) unit(n0, u + i * step, acc);
+    }
 #pragma unroll 1
-    for (int64_t u = static_cast<int64_t>(s) * 32 + lane; u < units; u += 32 * static_cast<int64_t>(splits))
-      unit(n0, u, acc);
+    for (; u < units; u += step) unit(n0, u, acc);
   }
 #pragma unroll
   for (int m = 0; m < MT; ++m)

@@ -1,12 +1,13 @@
 // linear with packed NVFP4 weights: the W4A4 activation quantizer (bit-identical to nvfp4_quantize_row), the W4A4
 // GEMV (dp4a on 2·e2m1 bytes, exact per-block integers) and the W4A16 GEMV (dequantized weights, f32 FMA) for
-// M <= 8, and the tiled SIMT GEMM in both modes above.
+// M <= 8, the tiled SIMT GEMM in both modes above, and from kMmaMinRows the W4A4 tensor-core GEMM (nvfp4_mma.cu).
 #include "kernels/common/load.cuh"
 #include "kernels/common/nvfp4.cuh"
 #include "kernels/common/reduce.cuh"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_tile.cuh"
 #include "kernels/gemm/gemv.cuh"
+#include "kernels/gemm/nvfp4_mma.h"
 
 namespace ninfer::kern {
 
@@ -112,7 +113,7 @@ __global__ void __launch_bounds__(kGemvThreads, 1)
     const float g = *reinterpret_cast<const float*>(act + m * L.row_bytes + L.global);
     gemv_put(a.y, a.ys, m, n, __fmul_rn(v, __fmul_rn(__fmul_rn(g, ws2), 0.25f)), a.accumulate);
   };
-  gemv_run<MT, R>(N, K / 16, splits, unit, store);
+  gemv_run<MT, R, kGemvUnroll<MT, R>>(N, K / 16, splits, unit, store);
 }
 
 // W4A16 GEMV: one K unit = one block b; the weights dequantized as dequantize_nvfp4 does, x read as float4 when its
@@ -162,7 +163,7 @@ __global__ void __launch_bounds__(kGemvThreads, 1)
   auto store = [&](int m, int64_t n, float v) {
     if (m < rows && n < N) gemv_put(a.y, a.ys, m, n, v, a.accumulate);
   };
-  gemv_run<MT, R>(N, K / 16, splits, unit, store);
+  gemv_run<MT, R, kGemvUnroll<MT, R>>(N, K / 16, splits, unit, store);
 }
 
 template <int MT>
@@ -195,7 +196,9 @@ void linear_nvfp4_w4a4(cudaStream_t stream, const LinearArgs& a, const Nvfp4Weig
                        int sm_count) {
   if (a.M <= 0 || a.N <= 0) return;
   const auto* q = static_cast<const uint8_t*>(act);
-  if (a.M > kGemvMaxRows) {
+  if (a.M >= kMmaMinRows) {
+    linear_nvfp4_w4a4_mma(stream, a, w, q);  // tensor cores: nvfp4_mma.cu
+  } else if (a.M > kGemvMaxRows) {
     gemm_tile_kernel<TileMode::kW4A4, float><<<gemm_tile_grid(a), kTileThreads, 0, stream>>>(a, nullptr, 0, w, q);
   } else if (a.M == 1) {
     launch_w4a4<1>(stream, a, w, q, sm_count);

@@ -2,12 +2,14 @@
 // backend's logits (chunked prefill and decode, f32 and int8 KV) and, through the Engine, the CPU's greedy tokens
 // for a batch of 4; MTP and DFlash2 speculative decoding on CUDA are lossless. Skipped without a GPU, like the op suite.
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <random>
 
 #include "engine/artifact/artifact.h"
 #include "engine/model/model_artifact.h"
+#include "engine/pack/packer.h"
 #include "engine/runtime/engine.h"
 #include "engine/spec/drafter_registry.h"
 #include "tests/cuda/cuda_test_support.h"
@@ -26,8 +28,24 @@ constexpr double kLogitRelTol = 2e-3;
 // A greedy CUDA token may differ from the CPU's only where the CPU's top two logits are within this (a near-tie).
 constexpr float kNearTie = 1e-3f;
 
+// The NVFP4 models, packed once per process (W4A4 on both backends, their default): the ModelOpt checkpoint (static
+// input scales) and the bf16 checkpoint quantized by ninfer-pack (dynamic input scales). A 45-row prefill chunk runs
+// the W4A4 tensor-core GEMM, 7 the tile GEMM, decode the dp4a GEMV.
+std::string nvfp4_artifact(const std::string& name) {
+  static TempDir dir;
+  const std::string out = dir.file(name + ".ninfer");
+  if (!std::filesystem::exists(out)) {
+    const std::string ck = std::string(NINFER_TEST_DATA) + "/quant/checkpoints/";
+    if (name == "modelopt_nvfp4") pack_artifact({.hf_dir = ck + "modelopt", .output = out, .show_progress = false});
+    else pack_artifact({.hf_dir = ck + "bf16", .output = out, .quant = {.nvfp4 = true}, .show_progress = false});
+  }
+  return out;
+}
+
 std::unique_ptr<ReferenceModel> load(const std::string& name, DType kv, BackendKind kind) {
   if (name == "ninfer-tiny") return std::make_unique<ReferenceModel>(ReferenceModel::Packed{kTiny}, kv, 2, kind);
+  if (name.ends_with("_nvfp4"))
+    return std::make_unique<ReferenceModel>(ReferenceModel::Packed{nvfp4_artifact(name)}, kv, 2, kind);
   return std::make_unique<ReferenceModel>(name, kv, 2, kind);
 }
 
@@ -113,7 +131,9 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaE2E,
                                            Case{"qwen3_dense", DType::kF32, 16},
                                            Case{"qwen35_untied_bf16", DType::kF32, 11},
                                            Case{"ninfer-tiny", DType::kF32, 64}, Case{"ninfer-tiny", DType::kI8, 7},
-                                           Case{"qwen3_dense", DType::kI8, 5}, Case{"ninfer-tiny", DType::kBF16, 13}),
+                                           Case{"qwen3_dense", DType::kI8, 5}, Case{"ninfer-tiny", DType::kBF16, 13},
+                                           Case{"modelopt_nvfp4", DType::kF32, 45}, Case{"modelopt_nvfp4", DType::kI8, 7},
+                                           Case{"bf16_quant_nvfp4", DType::kF32, 45}),
                          [](const auto& info) {
                            std::string n = info.param.model + "_" + std::string(dtype_name(info.param.kv)) + "_chunk" +
                                            std::to_string(info.param.chunk);

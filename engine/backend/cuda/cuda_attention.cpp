@@ -39,7 +39,27 @@ int sm_count(int device) {
   return n;
 }
 
-// Split-K: only when the batch's tiles give fewer than kCtasPerSm CTAs per SM, in ranges of at least kMinSplit keys.
+// Resident attention CTAs per SM for a config and cache dtype (kern::attention_ctas_per_sm), cached per device.
+int ctas_per_sm(int device, const kern::AttnConfig& c, kern::KType type) {
+  // key: type (f32/f16/bf16/i8 = 0..3) × nc (1/2/4) × mw (1/2/4/8)
+  static std::array<std::array<std::atomic<int>, 4 * 3 * 4>, 64> cached{};
+  const int ti = static_cast<int>(type);
+  const int ni = c.nc == 1 ? 0 : c.nc == 2 ? 1 : 2;
+  const int mi = c.mw == 1 ? 0 : c.mw == 2 ? 1 : c.mw == 4 ? 2 : 3;
+  if (device < 0 || device >= static_cast<int>(cached.size()) || ti < 0 || ti > 3)
+    return kern::attention_ctas_per_sm(c, type);
+  std::atomic<int>& slot = cached[static_cast<size_t>(device)][static_cast<size_t>((ti * 3 + ni) * 4 + mi)];
+  int n = slot.load(std::memory_order_relaxed);
+  if (n == 0) {
+    n = kern::attention_ctas_per_sm(c, type);
+    slot.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// Split-K: only when the batch's tiles give fewer CTAs than one wave holds (the kernel's resident CTAs per SM, at
+// least kCtasPerSm, × SMs), in ranges of at least kMinSplit keys: a decode step of few long sequences otherwise runs
+// a handful of CTAs whose warps each walk the whole context.
 constexpr int64_t kCtasPerSm = 2;
 constexpr int64_t kMinSplit = 256;
 
@@ -89,7 +109,8 @@ void CudaBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& c
   if (tiles.empty()) return;
 
   int64_t split_len = INT32_MAX;
-  const int64_t target = kCtasPerSm * sm_count(device_);
+  const int64_t per_sm = std::max<int64_t>(kCtasPerSm, ctas_per_sm(device_, cfg, ktype(cache.k.dtype)));
+  const int64_t target = per_sm * sm_count(device_);
   if (static_cast<int64_t>(tiles.size()) * nkv < target) {
     const int64_t per = (total_keys * nkv + target - 1) / target;
     split_len = std::max(kMinSplit, (per + kern::kAttnSplitAlign - 1) / kern::kAttnSplitAlign * kern::kAttnSplitAlign);
