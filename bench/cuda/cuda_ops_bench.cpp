@@ -38,6 +38,7 @@ Tensor contiguous(void* data, DType dtype, Device device, const std::vector<int6
 
 // Device tensors the bench owns.
 struct Pool {
+  explicit Pool(Backend& backend) : be(backend) {}
   Backend& be;
   std::mt19937 rng{1};
   std::vector<Buffer> keep;
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "ninfer-bench-cuda: no CUDA backend to time: {}\n", e.what());
     return 2;
   }
-  Pool pool{*be};
+  Pool pool(*be);
   Report rep;
   {  // the roofline of this run: a 1 GiB device-to-device copy
     const int64_t n = int64_t{1} << 28;
@@ -149,6 +150,16 @@ int main(int argc, char** argv) {
       Tensor x = pool.f32({M, H}), y = pool.f32({M, I});
       rep.row(fmt::format("linear {} M={}", name, M), fmt::format("[{}x{}]·[{}x{}]T", M, H, I, H),
               time_op(*be, std::max(2, reps / 10), [&] { be->linear(y, x, w); }), wbytes + double(M) * (H + I) * 4,
+              2.0 * M * H * I);
+    }
+    // The same NVFP4 weights in W4A16 mode (a second backend on the device, f32 activations: no quantizer launch),
+    // which also tells the W4A4 rows' quantizer share.
+    const Tensor w = pool.nvfp4(I, H);
+    std::unique_ptr<Backend> a16 = make_cuda_backend({.device = device, .nvfp4_activations = Nvfp4Activations::kFloat});
+    for (int64_t M : {1, 8}) {
+      Tensor x = pool.f32({M, H}), y = pool.f32({M, I});
+      rep.row(fmt::format("linear nvfp4 w4a16 M={}", M), fmt::format("[{}x{}]·[{}x{}]T", M, H, I, H),
+              time_op(*a16, reps, [&] { a16->linear(y, x, w); }), double(I) * H * 0.5625 + double(M) * (H + I) * 4,
               2.0 * M * H * I);
     }
   }

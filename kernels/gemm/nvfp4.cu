@@ -13,11 +13,16 @@ namespace ninfer::kern {
 
 namespace {
 
-constexpr int kQuantThreads = 256;
+// Threads per row: 1024 for a few rows (decode: one CTA per row is all the device runs, so the row's serial work is
+// the latency of every W4A4 linear), 256 when there are rows enough to fill the device. The result does not depend
+// on it: the row's max and finiteness are order-free, every code byte is computed on its own.
+constexpr int kQuantThreadsFew = 1024, kQuantThreadsMany = 256;
+constexpr int64_t kQuantFewRows = 32;
 
 // One CTA per row. Pass 1: max|x| and finiteness over the row. Pass 2: thread t owns code byte j (elements 2j,
 // 2j + 1); the 8 threads of a 16-block are 8 aligned lanes, which share the block's max|x| by shuffles.
-__global__ void __launch_bounds__(kQuantThreads)
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS)
     nvfp4_quantize_kernel(const float* __restrict__ x, int64_t xs, int64_t K, const float* input_scale, uint8_t* act) {
   __shared__ float scratch[kBlockScratch];
   const int t = static_cast<int>(threadIdx.x);
@@ -27,7 +32,7 @@ __global__ void __launch_bounds__(kQuantThreads)
   uint8_t* out = act + m * L.row_bytes;
 
   float amax = 0.0f, bad = 0.0f;
-  for (int64_t k = t; k < K; k += kQuantThreads) {
+  for (int64_t k = t; k < K; k += THREADS) {
     const float v = row[k];
     if (!isfinite(v)) bad = 1.0f;
     amax = fmaxf(amax, fabsf(v));
@@ -41,7 +46,7 @@ __global__ void __launch_bounds__(kQuantThreads)
   const float six_g = __fmul_rn(6.0f, g);
 
   const int64_t bytes = K / 2;
-  for (int64_t j0 = 0; j0 < bytes; j0 += kQuantThreads) {  // uniform trip count: every lane reaches the shuffles
+  for (int64_t j0 = 0; j0 < bytes; j0 += THREADS) {  // uniform trip count: every lane reaches the shuffles
     const int64_t j = j0 + t;
     const bool active = j < bytes;
     const float x0 = active ? row[2 * j] : 0.0f, x1 = active ? row[2 * j + 1] : 0.0f;
@@ -188,8 +193,13 @@ void launch_w4a16(cudaStream_t stream, const LinearArgs& a, const Nvfp4WeightVie
 void nvfp4_quantize_act(cudaStream_t stream, const float* x, int64_t xs, int64_t M, int64_t K, const float* input_scale,
                         void* act) {
   if (M <= 0) return;
-  nvfp4_quantize_kernel<<<static_cast<unsigned>(M), kQuantThreads, 0, stream>>>(x, xs, K, input_scale,
-                                                                               static_cast<uint8_t*>(act));
+  auto* out = static_cast<uint8_t*>(act);
+  if (M <= kQuantFewRows)
+    nvfp4_quantize_kernel<kQuantThreadsFew><<<static_cast<unsigned>(M), kQuantThreadsFew, 0, stream>>>(x, xs, K,
+                                                                                                    input_scale, out);
+  else
+    nvfp4_quantize_kernel<kQuantThreadsMany><<<static_cast<unsigned>(M), kQuantThreadsMany, 0, stream>>>(x, xs, K,
+                                                                                                      input_scale, out);
 }
 
 void linear_nvfp4_w4a4(cudaStream_t stream, const LinearArgs& a, const Nvfp4WeightView& w, const void* act,
