@@ -387,9 +387,13 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_kernel(const Atte
   }
 }
 
-// One CTA per (combine entry, kv head): out = Σ_s e^{m_s − M} o_s / Σ_s e^{m_s − M} l_s over the entry's splits.
-// The split weights e^{m_s − M} of one vector are computed once into shared memory, kCombineChunk splits at a time.
+// One CTA per (combine entry, kv head, query vector of the tile): out = Σ_s e^{m_s − M} o_s / Σ_s e^{m_s − M} l_s over
+// the entry's splits. The split weights e^{m_s − M} are computed once into shared memory, kCombineChunk splits at a
+// time; the partial rows of a chunk are read kCombineUnroll at a time (their loads in flight together, the additions
+// in split order). One CTA per vector, not a loop over them: a decode step has one entry per kv head, and a CTA that
+// walked its vectors and splits one dependent load at a time took 126 µs on an H200 (64 splits, 6 vectors).
 constexpr int kCombineChunk = kThreads;
+constexpr int kCombineUnroll = 8;
 __global__ void __launch_bounds__(kThreads) attention_combine_kernel(const AttentionArgs a) {
   __shared__ float weight[kCombineChunk];
   __shared__ float scratch[kBlockScratch];
@@ -403,39 +407,45 @@ __global__ void __launch_bounds__(kThreads) attention_combine_kernel(const Atten
   // slot p's entry for vector vi is x = (p · n_kv + kh) · m_tile + vi; consecutive splits are `step` apart
   const int64_t step = static_cast<int64_t>(a.n_kv) * m_tile;
   const float* ml = a.partial + a.n_slots * step * dp;
-  for (int vi = 0; vi < nv; ++vi) {
-    const int64_t x0 = (static_cast<int64_t>(part0) * a.n_kv + kh) * m_tile + vi;
-    float big = -INFINITY;
-    for (int sp = tid; sp < ns; sp += kThreads) big = fmaxf(big, ml[2 * (x0 + sp * step)]);
-    big = block_max(big, scratch);
-    float acc_l = 0.0f;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // dims tid, tid + 128, ... (head_dim <= 512)
-    for (int c0 = 0; c0 < ns; c0 += kCombineChunk) {
-      __syncthreads();  // the previous chunk's weights are consumed
-      const int sp = c0 + tid;
-      if (sp < ns) {
-        const float ms = ml[2 * (x0 + sp * step)];
-        const float w = ms == -INFINITY ? 0.0f : expf(ms - big);
-        weight[tid] = w;
-        acc_l = fmaf(w, ml[2 * (x0 + sp * step) + 1], acc_l);
-      }
-      __syncthreads();
-      const int n = min(kCombineChunk, ns - c0);
-      for (int j = 0; j < n; ++j) {
-        const float w = weight[j];
-        const float* po = a.partial + (x0 + static_cast<int64_t>(c0 + j) * step) * dp;
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          if (tid + kThreads * i < hd) acc[i] = fmaf(w, po[tid + kThreads * i], acc[i]);
-      }
+  const int vi = static_cast<int>(blockIdx.z);
+  if (vi >= nv) return;  // the whole CTA: before any barrier
+  const int64_t x0 = (static_cast<int64_t>(part0) * a.n_kv + kh) * m_tile + vi;
+  float big = -INFINITY;
+  for (int sp = tid; sp < ns; sp += kThreads) big = fmaxf(big, ml[2 * (x0 + sp * step)]);
+  big = block_max(big, scratch);
+  float acc_l = 0.0f;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // dims tid, tid + 128, ... (head_dim <= 512)
+  for (int c0 = 0; c0 < ns; c0 += kCombineChunk) {
+    __syncthreads();  // the previous chunk's weights are consumed
+    const int sp = c0 + tid;
+    if (sp < ns) {
+      const float ms = ml[2 * (x0 + sp * step)];
+      const float w = ms == -INFINITY ? 0.0f : expf(ms - big);
+      weight[tid] = w;
+      acc_l = fmaf(w, ml[2 * (x0 + sp * step) + 1], acc_l);
     }
-    const float inv = 1.0f / block_sum(acc_l, scratch);
-    const int qv = v0 + vi, r = qv / G, g = qv % G;
-    float* orow = row_ptr<float>(a.out, static_cast<int64_t>(row0 + r) * a.n_heads + kh * G + g);
+    __syncthreads();
+    const int n = min(kCombineChunk, ns - c0);
+    auto add = [&](int j) {
+      const float w = weight[j];
+      const float* po = a.partial + (x0 + static_cast<int64_t>(c0 + j) * step) * dp;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (tid + kThreads * i < hd) orow[tid + kThreads * i] = acc[i] * inv;
+      for (int i = 0; i < 4; ++i)
+        if (tid + kThreads * i < hd) acc[i] = fmaf(w, po[tid + kThreads * i], acc[i]);
+    };
+    int j = 0;
+    for (; j + kCombineUnroll <= n; j += kCombineUnroll) {
+#pragma unroll
+      for (int u = 0; u < kCombineUnroll; ++u) add(j + u);
+    }
+    for (; j < n; ++j) add(j);
   }
+  const float inv = 1.0f / block_sum(acc_l, scratch);
+  const int qv = v0 + vi, r = qv / G, g = qv % G;
+  float* orow = row_ptr<float>(a.out, static_cast<int64_t>(row0 + r) * a.n_heads + kh * G + g);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (tid + kThreads * i < hd) orow[tid + kThreads * i] = acc[i] * inv;
 }
 
 template <typename T, int NC>
@@ -518,7 +528,8 @@ void paged_attention(cudaStream_t stream, const AttentionArgs& in) {
     visit_float_type(args.cache.k.type, [&](auto tag) { launch_type<decltype(tag)>(stream, args, grid); });
   }
   if (args.n_combine > 0) {
-    const dim3 cgrid(static_cast<unsigned>(args.n_combine), static_cast<unsigned>(args.n_kv));
+    const dim3 cgrid(static_cast<unsigned>(args.n_combine), static_cast<unsigned>(args.n_kv),
+                     static_cast<unsigned>(args.config.mw * args.config.wq));  // one CTA per vector of a tile
     attention_combine_kernel<<<cgrid, kThreads, 0, stream>>>(args);
   }
 }
