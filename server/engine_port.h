@@ -201,6 +201,7 @@ struct EngineLoad {
   int64_t kv_blocks_total = 0;
   int64_t prefix_cached_blocks = 0;  // KV blocks the prefix cache holds (shared with running sequences or idle)
   int64_t prefix_snapshots = 0;      // GDN state snapshots the prefix cache holds
+  int64_t kv_blocks_allocated = 0;   // off the KV free list (sequences and the prefix cache); at rest = cached
 };
 
 class EnginePort {

@@ -237,7 +237,8 @@ EngineService::EngineService(Engine& engine, const Tokenizer& tokenizer, ChatTem
 
 EngineLoad EngineService::load() const {
   EngineStats s = engine_.stats();
-  return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total, s.prefix.nodes, s.prefix.snapshots};
+  return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total, s.prefix.nodes, s.prefix.snapshots,
+          s.kv_blocks_allocated};
 }
 
 std::vector<uint8_t> tokenizer_output_ids(const Tokenizer& tok, int64_t vocab_size) {

@@ -18,6 +18,7 @@
 #include <ws2tcpip.h>
 #else
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -52,6 +53,20 @@ int poll_one(socket_t s, short events, int timeout_ms) {
 void close_sock(socket_t s) { ::close(s); }
 void shutdown_write(socket_t s) { ::shutdown(s, SHUT_WR); }
 #endif
+
+// The peer's numeric address ("127.0.0.1", "::1"; an IPv4-mapped IPv6 peer as its IPv4 form), or "?" when the
+// socket has none.
+std::string peer_address(socket_t s) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(s, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  char host[NI_MAXHOST] = {};
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), nullptr, 0, NI_NUMERICHOST) != 0)
+    return "?";
+  std::string h(host);
+  if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h.erase(0, 7);
+  return h;
+}
 
 // Waits are cut into slices so that a stopping server is noticed within one.
 constexpr milliseconds kSlice{100};
@@ -473,6 +488,32 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     else close_sock(sock);
     return true;
   }
+  if (limits_.max_connections_per_client <= 0) return serve_socket(sock);
+  const std::string address = peer_address(sock);
+  if (!admit_client(address)) {
+    refuse_client(sock, address);
+    return true;
+  }
+  const bool ok = serve_socket(sock);
+  release_client(address);
+  return ok;
+}
+
+bool ConnectionServer::admit_client(const std::string& address) {
+  std::lock_guard lock(clients_mu_);
+  int& n = clients_[address];
+  if (n >= limits_.max_connections_per_client) return false;
+  ++n;
+  return true;
+}
+
+void ConnectionServer::release_client(const std::string& address) {
+  std::lock_guard lock(clients_mu_);
+  auto it = clients_.find(address);
+  if (it != clients_.end() && --it->second <= 0) clients_.erase(it);
+}
+
+bool ConnectionServer::serve_socket(socket_t sock) {
   Stream strm(sock, limits_, max_raw_body_bytes_, stopping_);
   bool ok = true;
   for (size_t left = limits_.max_requests_per_connection; left > 0 && !stopping_; --left) {
@@ -518,6 +559,17 @@ void ConnectionServer::refuse(socket_t sock) {
   write_raw(strm, 503, "too_many_connections",
             fmt::format("The server has {} open connections, its limit (--max-connections); retry later.",
                         limits_.max_connections).c_str());
+  lingering_close(sock);
+}
+
+void ConnectionServer::refuse_client(socket_t sock, const std::string& address) {
+  Stream strm(sock, limits_, max_raw_body_bytes_, stopping_);
+  spdlog::debug("connection from {} refused: {} open from it (--max-connections-per-client)", address,
+                limits_.max_connections_per_client);
+  write_raw(strm, 503, "too_many_connections_from_client",
+            fmt::format("This client address has {} open connections, the server's limit per client "
+                        "(--max-connections-per-client); close one or retry later.",
+                        limits_.max_connections_per_client).c_str());
   lingering_close(sock);
 }
 

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include <httplib.h>
 
@@ -13,6 +16,7 @@ namespace ninfer::server {
 
 struct ConnectionLimits {
   int max_connections = 512;                          // open connections; more are answered 503 and closed
+  int max_connections_per_client = 0;                 // open connections from one peer address (0: no limit)
   std::chrono::milliseconds keep_alive_timeout{5000}; // an idle connection is closed after this
   std::chrono::milliseconds read_timeout{10000};      // the request line and headers within this; no body stall longer
   std::chrono::milliseconds body_timeout{60000};      // the whole body within this
@@ -68,7 +72,12 @@ class ConnectionServer : public httplib::Server {
   class Pool;
   class Stream;
   bool process_and_close_socket(socket_t sock) override;
+  bool serve_socket(socket_t sock);
   void refuse(socket_t sock);
+  void refuse_client(socket_t sock, const std::string& address);
+  // Counts a connection against its peer address; false (nothing counted) when the address is at its limit.
+  bool admit_client(const std::string& address);
+  void release_client(const std::string& address);
   void write_raw(Stream& strm, int status, const char* code, const char* message);
   void lingering_close(socket_t sock);
 
@@ -78,6 +87,8 @@ class ConnectionServer : public httplib::Server {
   std::function<void(int)> on_raw_response_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_{0};
+  std::mutex clients_mu_;
+  std::map<std::string, int> clients_;  // peer address → open connections (with a per-client limit only)
 };
 
 }  // namespace ninfer::server

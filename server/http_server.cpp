@@ -203,7 +203,8 @@ struct HttpServer::Impl {
                        [m = recorder->metrics](int status) { m->record_http_status(status); }};
   std::thread listener;
   int port = -1;
-  std::atomic<bool> stopping{false};
+  std::atomic<bool> stopping{false};  // drain() or stop() began: no new generation requests
+  std::atomic<bool> draining{false};
   bool started = false;
   uint64_t id_prefix = 0;
   std::atomic<uint64_t> id_counter{0};
@@ -336,6 +337,13 @@ httplib::Server::HandlerWithContentReader guarded_reader(Fn fn) {
 
 void HttpServer::Impl::install_routes() {
   svr.Get("/health", guarded([this](const Req&, Res& res) {
+    if (stopping) {  // a load balancer should send new work elsewhere
+      ApiError e = service_unavailable("The server is shutting down.", "server_stopping");
+      nlohmann::ordered_json body = e.to_json();
+      body["status"] = draining ? "draining" : "stopping";
+      send_json(res, body, 503);
+      return;
+    }
     if (!engine.ready()) {
       ApiError e = service_unavailable("The model is loading.", "model_loading");
       nlohmann::ordered_json body = e.to_json();
@@ -350,7 +358,7 @@ void HttpServer::Impl::install_routes() {
     std::string model = config.served_model_name;
     if (model.empty() && engine.ready()) model = engine.model_info().name;
     res.status = 200;
-    res.set_content(recorder->metrics->render(model, engine.load(), in_flight()),
+    res.set_content(recorder->metrics->render(model, engine.load(), in_flight(), recorder->jsonl.get()),
                     "text/plain; version=0.0.4; charset=utf-8");
   }));
 
@@ -630,6 +638,7 @@ HttpServerConfig http_config_from(const ServeOptions& o) {
   c.reasoning_budget = o.reasoning_budget;
   c.log_jsonl_path = o.log_jsonl;
   c.connections.max_connections = o.max_connections;
+  c.connections.max_connections_per_client = o.max_connections_per_client;
   c.connections.keep_alive_timeout = std::chrono::seconds(o.keep_alive_timeout_s);
   c.connections.read_timeout = std::chrono::seconds(o.read_timeout_s);
   return c;
@@ -668,10 +677,35 @@ int HttpServer::start() {
   return port;
 }
 
+int64_t HttpServer::drain(std::chrono::milliseconds timeout, const std::function<bool()>& interrupted) {
+  Impl& im = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(im.inflight_mu);  // admit() decides under this lock
+    im.stopping = true;
+    im.draining = true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(im.inflight_mu);
+  while (!im.inflight.empty() && std::chrono::steady_clock::now() < deadline) {
+    if (interrupted) {
+      lock.unlock();
+      const bool stop_now = interrupted();
+      lock.lock();
+      if (stop_now) break;
+    }
+    im.inflight_cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+  }
+  im.draining = false;
+  return static_cast<int64_t>(im.inflight.size());
+}
+
 void HttpServer::stop() {
   Impl& im = *impl_;
   if (!im.started) return;
-  im.stopping = true;
+  {
+    std::lock_guard<std::mutex> lock(im.inflight_mu);
+    im.stopping = true;
+  }
   std::vector<Impl::Entry> entries;
   {
     std::lock_guard<std::mutex> lock(im.inflight_mu);
@@ -749,8 +783,22 @@ int run_server(const ServeOptions& options, EnginePort& engine) {
       ready_logged = true;
     }
   }
-  spdlog::info("stop requested (signal {}): stopping", g_signal.load());
+  const int first = g_signal.exchange(0);
+  const int64_t busy = server->in_flight();
+  if (busy > 0 && options.drain_timeout_s > 0) {
+    spdlog::info("signal {}: draining {} request(s) in flight for up to {} s (new requests get 503; signal again "
+                 "to stop now)", first, busy, options.drain_timeout_s);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t left = server->drain(std::chrono::seconds(options.drain_timeout_s), [] { return g_signal != 0; });
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (left == 0) spdlog::info("drained in {:.1f} s", waited);
+    else spdlog::warn("{} request(s) still in flight after {:.1f} s{}: cancelling them", left, waited,
+                      g_signal != 0 ? " (second signal)" : "");
+  } else {
+    spdlog::info("signal {}: stopping{}", first, busy > 0 ? fmt::format(", cancelling {} request(s)", busy) : "");
+  }
   server->stop();
+  spdlog::info("stopped");
   restore();
   return 0;
 }

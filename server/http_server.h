@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,10 @@ class HttpServer {
   // Binds and starts serving on a background thread; returns the bound port.
   // Throws ninfer::Error (kIo) when the address cannot be bound.
   int start();
+  // Refuses new generation requests (503 server_stopping; /health answers 503 "draining") and waits until
+  // the requests in flight have finished, `timeout` has passed or `interrupted()` returns true (polled every
+  // 50 ms). Returns how many are still in flight. The server keeps answering; stop() ends it.
+  int64_t drain(std::chrono::milliseconds timeout, const std::function<bool()>& interrupted = {});
   // Cancels in-flight requests (their JSONL lines are still written), stops listening, joins.
   void stop();
 
@@ -63,7 +68,8 @@ class HttpServer {
 
 // What ninfer-serve's main calls after parsing the flags: serves `engine` (GET /health answers 503
 // until engine.ready(), so the app may load the model on another thread meanwhile) until SIGINT or
-// SIGTERM (or request_run_server_stop()), then stops cleanly, cancelling in-flight requests.
+// SIGTERM (or request_run_server_stop()). Then it drains (drain(): requests in flight finish, for at most
+// --drain-timeout; a second signal cuts it short), cancels what is left, flushes the JSONL log and stops.
 // Returns the process exit code: 0 after a stop request, 2 when the --log-jsonl file cannot be
 // opened, 1 when the address cannot be bound (the reason is logged in each case).
 int run_server(const ServeOptions& options, EnginePort& engine);

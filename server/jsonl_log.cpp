@@ -66,11 +66,20 @@ void JsonlWriter::run() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
+    errno = 0;
     bool ok = std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0;
-    if (!ok) spdlog::warn("--log-jsonl: writing to '{}' failed: {}", path_, std::strerror(errno));
+    const int err = errno;
+    if (!ok) std::clearerr(file_);  // the next line tries again (the disk may have room by then)
     lock.lock();
     busy_ = false;
     (ok ? written_ : errors_)++;
+    if (!ok && failing_since_++ % 1000 == 0)
+      spdlog::error("--log-jsonl: cannot write to '{}' ({}): {} timing line(s) lost so far; serving goes on", path_,
+                    err ? std::strerror(err) : "short write", errors_);
+    if (ok && failing_since_ > 0) {
+      spdlog::warn("--log-jsonl: writing to '{}' works again after {} lost line(s)", path_, failing_since_);
+      failing_since_ = 0;
+    }
     if (queue_.empty()) idle_cv_.notify_all();
   }
   idle_cv_.notify_all();

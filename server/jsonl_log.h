@@ -14,8 +14,10 @@
 namespace ninfer::server {
 
 // write() only queues the line (a short lock, no I/O), so the engine loop that finishes requests is
-// never blocked by the disk. The writer thread appends and flushes each line. The destructor writes
-// what is queued, then closes the file.
+// never blocked by the disk. The writer thread appends and flushes each line. A line that cannot be
+// written (disk full, read-only, I/O error) is counted and dropped, never retried or queued without
+// bound: the server keeps serving. The first failure is logged as an error, then one line per 1000
+// lost, and a recovery once lines are written again. The destructor writes what is queued, then closes.
 class JsonlWriter {
  public:
   // Opens `path` for appending (creates it). Throws ninfer::Error (kIo) naming the path on failure.
@@ -47,6 +49,7 @@ class JsonlWriter {
   bool stop_ = false;
   uint64_t written_ = 0;
   uint64_t errors_ = 0;
+  uint64_t failing_since_ = 0;  // lines lost in the current run of failures (0: writing works)
   std::thread thread_;
 };
 

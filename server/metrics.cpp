@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "server/jsonl_log.h"
+
 namespace ninfer::server {
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -146,8 +148,8 @@ void ServerMetrics::record_rejected() {
   rejected_++;
 }
 
-std::string ServerMetrics::render(const std::string& model_name, const EngineLoad& load,
-                                  int64_t in_flight) const {
+std::string ServerMetrics::render(const std::string& model_name, const EngineLoad& load, int64_t in_flight,
+                                  const JsonlWriter* log) const {
   std::lock_guard<std::mutex> lock(mu_);
   Writer w(model_name);
   w.labelled("vllm:request_success_total", "Finished requests by finish reason.", "finished_reason", finished_);
@@ -180,6 +182,9 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineLoa
            load.kv_blocks_total > 0 ? static_cast<double>(load.kv_blocks_used) / load.kv_blocks_total : 0.0);
   w.scalar("ninfer:kv_blocks_used", "gauge", "KV cache blocks in use.", static_cast<double>(load.kv_blocks_used));
   w.scalar("ninfer:kv_blocks_total", "gauge", "KV cache blocks in total.", static_cast<double>(load.kv_blocks_total));
+  w.scalar("ninfer:kv_blocks_allocated", "gauge",
+           "KV blocks off the free list (held by sequences or the prefix cache).",
+           static_cast<double>(load.kv_blocks_allocated));
   w.scalar("ninfer:prefix_cache_blocks", "gauge", "KV blocks the prefix cache holds.",
            static_cast<double>(load.prefix_cached_blocks));
   w.scalar("ninfer:prefix_cache_snapshots", "gauge", "GDN state snapshots the prefix cache holds.",
@@ -197,6 +202,12 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineLoa
   w.labelled("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted drafted tokens by position.", "position",
              per_pos);
   w.labelled("ninfer:http_responses_total", "HTTP responses by status code.", "code", http_status_);
+  if (log) {
+    w.scalar("ninfer:jsonl_lines_written_total", "counter", "Timing lines written to --log-jsonl.",
+             static_cast<double>(log->lines_written()));
+    w.scalar("ninfer:jsonl_write_errors_total", "counter", "Timing lines lost: --log-jsonl could not be written.",
+             static_cast<double>(log->write_errors()));
+  }
   return w.take();
 }
 

@@ -11,6 +11,8 @@
 
 namespace ninfer::server {
 
+class JsonlWriter;
+
 // Fixed-bucket histogram (Prometheus semantics: cumulative `le` buckets, +Inf, sum, count).
 class Histogram {
  public:
@@ -40,8 +42,10 @@ class ServerMetrics {
   void record_http_status(int status);         // every HTTP response
   void record_rejected();                      // a request the engine refused at submit
 
-  // The text exposition (format 0.0.4). `in_flight`: generation requests the HTTP layer holds.
-  std::string render(const std::string& model_name, const EngineLoad& load, int64_t in_flight) const;
+  // The text exposition (format 0.0.4). `in_flight`: generation requests the HTTP layer holds; `log`: the
+  // JSONL writer (its written and lost line counts), null without --log-jsonl.
+  std::string render(const std::string& model_name, const EngineLoad& load, int64_t in_flight,
+                     const JsonlWriter* log = nullptr) const;
 
  private:
   mutable std::mutex mu_;

@@ -177,6 +177,11 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                  "Open HTTP connections served at once (one worker thread each); more are answered 503 and closed")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
+  app.add_option("--max-connections-per-client", o.max_connections_per_client,
+                 "Open HTTP connections from one client address; more are answered 503 and closed (0: no limit; "
+                 "behind a proxy every client has the proxy's address)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65536));
   app.add_option("--keep-alive-timeout", o.keep_alive_timeout_s,
                  "Seconds an idle keep-alive connection is kept open")
       ->capture_default_str()
@@ -186,6 +191,11 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                  "(408 after it)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  app.add_option("--drain-timeout", o.drain_timeout_s,
+                 "On SIGTERM or SIGINT, seconds the requests in flight may take to finish (new ones get 503) before "
+                 "they are cancelled; a second signal cancels at once; 0 cancels at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
 
   try {
     app.parse(argc, argv);
@@ -287,8 +297,10 @@ std::string describe(const ServeOptions& o) {
   if (!o.api_keys.empty()) s += fmt::format(" --api-key <{} key(s)>", o.api_keys.size());
   if (!o.served_model_name.empty()) s += fmt::format(" --served-model-name {}", o.served_model_name);
   if (o.reasoning_budget) s += fmt::format(" --reasoning-budget {}", *o.reasoning_budget);
-  s += fmt::format(" --threads {} --max-connections {} --keep-alive-timeout {} --read-timeout {}", o.threads,
-                   o.max_connections, o.keep_alive_timeout_s, o.read_timeout_s);
+  s += fmt::format(" --threads {} --max-connections {}", o.threads, o.max_connections);
+  if (o.max_connections_per_client > 0) s += fmt::format(" --max-connections-per-client {}", o.max_connections_per_client);
+  s += fmt::format(" --keep-alive-timeout {} --read-timeout {} --drain-timeout {}", o.keep_alive_timeout_s,
+                   o.read_timeout_s, o.drain_timeout_s);
   return s;
 }
 

@@ -43,8 +43,10 @@ struct ServeOptions {
   std::optional<int64_t> reasoning_budget; // --reasoning-budget N: unset (-1) = unlimited
   int threads = 0;                         // --threads: CPU threads, 0 = all cores
   int max_connections = 512;               // --max-connections: open HTTP connections; more get 503
+  int max_connections_per_client = 0;      // --max-connections-per-client: from one peer address (0: no limit)
   int keep_alive_timeout_s = 5;            // --keep-alive-timeout: idle connections closed after it
   int read_timeout_s = 10;                 // --read-timeout: request headers within it; no body stall longer
+  int drain_timeout_s = 30;                // --drain-timeout: on SIGTERM/SIGINT, requests in flight finish within it
 };
 
 // A flag (or flag value) whose feature this build does not have yet. `in_use` says whether the

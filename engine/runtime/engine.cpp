@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
+#include "engine/core/failpoint.h"
 
 namespace ninfer {
 
@@ -383,6 +384,7 @@ void Engine::step() {
   const auto now = Clock::now();
   std::span<const float> logits;
   try {
+    failpoint("engine.step");
     draft(plan);
     steps_.clear();
     for (size_t i = 0; i < plan.size(); ++i) {
@@ -505,6 +507,7 @@ void Engine::publish_stats() {
   stats_.running = static_cast<int64_t>(scheduler_->running().size());
   stats_.waiting = static_cast<int64_t>(scheduler_->waiting().size());
   stats_.kv_blocks_used = scheduler_->committed_blocks();
+  stats_.kv_blocks_allocated = runner_->kv().used_blocks();
   stats_.spec = spec_totals_;
 }
 

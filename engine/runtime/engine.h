@@ -76,6 +76,7 @@ struct EngineStats {
   int64_t waiting = 0;
   int64_t running = 0;
   int64_t kv_blocks_used = 0;   // committed to admitted sequences
+  int64_t kv_blocks_allocated = 0;  // off the KV free list: held by sequences or the prefix cache
   int64_t kv_blocks_total = 0;
   SpecStats spec;               // speculative decoding totals since the engine started (all zero without a drafter)
   PrefixCacheStats prefix;      // all zero without prefix reuse

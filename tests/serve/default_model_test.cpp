@@ -142,6 +142,86 @@ TEST(DefaultModel, ARepeatedChatReusesItsPrefixUnlessTurnedOff) {
   }
 }
 
+// The artifact is mapped (MAP_PRIVATE) once at load: replacing the file by rename (how a deployment swaps a model,
+// and what `mv`/`cp --remove-destination` do) leaves the mapped inode alive, so serving goes on with the same
+// weights. Writing into the mapped file in place is not supported (docs/security.md).
+TEST(DefaultModel, AnArtifactReplacedByRenameWhileServingIsNotNoticed) {
+  testing::TempDir dir;
+  const std::string model = dir.file("served.ninfer"), log = dir.file("serve.log");
+  testing::write_file(model, testing::read_file(std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer"));
+  const int port = free_port();
+  ChildGuard guard;
+  guard.pid = testing::spawn_serve({"--model", model, "--port", std::to_string(port), "--max-context", "512",
+                                    "--threads", "2", "--no-prefix-reuse"},
+                                   log);
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  cli.set_connection_timeout(1, 0);
+  ASSERT_TRUE(testing::wait_ready(cli, guard.pid)) << testing::read_file(log);
+  const nlohmann::json body = {{"prompt", "The weights of a served model"}, {"max_tokens", 24}, {"temperature", 0}};
+  auto complete = [&] {
+    auto res = cli.Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return std::string();
+    EXPECT_EQ(res->status, 200) << res->body;
+    return nlohmann::json::parse(res->body)["choices"][0]["text"].get<std::string>();
+  };
+  const std::string before = complete();
+  const std::string replacement = dir.file("replacement.ninfer");
+  testing::write_file(replacement, std::string(4096, '\x5a'));  // not an artifact at all
+  ASSERT_EQ(std::rename(replacement.c_str(), model.c_str()), 0);
+  EXPECT_EQ(complete(), before);
+  std::remove(model.c_str());  // and gone altogether
+  EXPECT_EQ(complete(), before);
+  auto health = cli.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  kill(guard.pid, SIGTERM);
+  int status = 0;
+  waitpid(guard.pid, &status, 0);
+  guard.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// An engine step that throws (here the failpoint before the 3rd step: NINFER_FAILPOINTS, docs/security.md) ends
+// the requests of that step with 500 and its JSONL line says error; the process keeps serving the next ones.
+TEST(DefaultModel, AFailedEngineStepEndsItsRequestAndServingGoesOn) {
+  testing::TempDir dir;
+  const std::string jsonl = dir.file("timings.jsonl"), log = dir.file("serve.log");
+  const int port = free_port();
+  ChildGuard guard;
+  guard.pid = testing::spawn_serve({"--port", std::to_string(port), "--max-context", "512", "--threads", "2",
+                                    "--log-jsonl", jsonl},
+                                   log, {"NINFER_FAILPOINTS=engine.step:3"});
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  cli.set_connection_timeout(1, 0);
+  ASSERT_TRUE(testing::wait_ready(cli, guard.pid)) << testing::read_file(log);
+  const nlohmann::json body = {{"prompt", "Fault tests check that"}, {"max_tokens", 12}, {"temperature", 0}};
+  auto first = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 500) << first->body;
+  const nlohmann::json err = nlohmann::json::parse(first->body)["error"];
+  EXPECT_EQ(err["code"], "internal_error") << first->body;
+  EXPECT_NE(err["message"].get<std::string>().find("failpoint 'engine.step' fired"), std::string::npos) << first->body;
+  auto second = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200) << second->body;
+  EXPECT_EQ(nlohmann::json::parse(second->body)["usage"]["completion_tokens"], 12);
+  kill(guard.pid, SIGTERM);
+  int status = 0;
+  waitpid(guard.pid, &status, 0);
+  guard.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::ifstream in(jsonl);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["stop_reason"], "error");
+  EXPECT_EQ(lines[1]["stop_reason"], "output_limit");
+  EXPECT_NE(testing::read_file(log).find("engine step failed: failpoint 'engine.step' fired (hit 3)"), std::string::npos);
+}
+
 TEST(DefaultModel, VerifyNamesTheCorruptTensorAndRefusesToStart) {
   testing::TempDir dir;
   std::string art = testing::read_file(std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer");

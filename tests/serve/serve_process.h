@@ -47,10 +47,16 @@ inline std::string serve_binary() {
   return env && *env ? std::string(env) : std::string(NINFER_BINARY_DIR) + "/apps/ninfer-serve";
 }
 
-// Starts ninfer-serve with `args` (after the binary name) and its output in `log`; returns the child's pid.
-inline pid_t spawn_serve(const std::vector<std::string>& args, const std::string& log) {
+// Starts ninfer-serve with `args` (after the binary name) and its output in `log`, with the "NAME=VALUE" entries of
+// `env` added to its environment; returns the child's pid.
+inline pid_t spawn_serve(const std::vector<std::string>& args, const std::string& log,
+                         const std::vector<std::string>& env = {}) {
   pid_t pid = fork();
   if (pid == 0) {
+    for (const std::string& e : env) {
+      const size_t eq = e.find('=');
+      if (eq == std::string::npos || setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1) != 0) _exit(125);
+    }
     if (!log.empty() && !freopen(log.c_str(), "w", stderr)) _exit(126);
     if (!log.empty()) dup2(fileno(stderr), fileno(stdout));
     std::vector<char*> argv;

@@ -128,6 +128,7 @@ EngineLoad FakeEngine::load() const {
     (s->started.load() ? l.running : l.waiting)++;
     l.kv_blocks_used += (s->prompt_tokens + s->generated + config_.kv_block_tokens - 1) / config_.kv_block_tokens;
   }
+  l.kv_blocks_allocated = l.kv_blocks_used;  // no prefix cache
   return l;
 }
 

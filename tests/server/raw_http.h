@@ -49,8 +49,15 @@ struct RawResponse {
 // A blocking TCP connection to 127.0.0.1:port that sends exact bytes and reads responses one by one.
 class RawConnection {
  public:
-  explicit RawConnection(int port) {
+  // `source`: the local IPv4 address to connect from (another 127.x.y.z is another client); empty: any.
+  explicit RawConnection(int port, const std::string& source = "") {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (!source.empty()) {
+      sockaddr_in s{};
+      s.sin_family = AF_INET;
+      inet_pton(AF_INET, source.c_str(), &s.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&s), sizeof(s)) != 0) return;
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

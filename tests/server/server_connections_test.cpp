@@ -97,6 +97,36 @@ TEST_F(ServerTest, ConnectionsOverTheLimitAre503AtOnce) {
   EXPECT_NE(server_->metrics().render("m", {}, 0).find("code=\"503\""), std::string::npos);
 }
 
+// --max-connections-per-client: one address cannot hold more; another address (127.0.0.2 is loopback too) can.
+TEST_F(ServerTest, ConnectionsOverThePerClientLimitAre503AndOthersAreServed) {
+  HttpServerConfig sc;
+  sc.connections.max_connections_per_client = 4;
+  start({}, sc);
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<RawConnection>(port_, "127.0.0.1"));
+    ASSERT_TRUE(held.back()->send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_EQ(held.back()->read_response().status, 200);
+  }
+  RawConnection over(port_, "127.0.0.1");
+  ASSERT_TRUE(over.connected());
+  ASSERT_TRUE(over.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  RawResponse r = over.read_response(std::chrono::seconds(3));
+  EXPECT_EQ(r.status, 503) << r.head << r.body;
+  EXPECT_EQ(r.code(), "too_many_connections_from_client") << r.body;
+  EXPECT_EQ(r.header("Retry-After"), "1");
+  EXPECT_TRUE(over.closed_within(std::chrono::seconds(2)));
+  RawConnection other(port_, "127.0.0.2");
+  ASSERT_TRUE(other.connected()) << "127.0.0.2 is not usable here";
+  ASSERT_TRUE(other.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(other.read_response(std::chrono::seconds(3)).status, 200);
+  held.pop_back();  // a slot of 127.0.0.1 frees up
+  EXPECT_TRUE(eventually([&] {
+    RawConnection again(port_, "127.0.0.1");
+    return again.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n") && again.read_response().status == 200;
+  }));
+}
+
 TEST_F(ServerTest, IdleAndSlowConnectionsAreClosedOnTime) {
   HttpServerConfig sc;
   sc.connections.keep_alive_timeout = milliseconds(300);
