@@ -4,7 +4,10 @@
 # Override with NINFER_PRESET=linux-cpu|linux-cuda.
 # After the tests: with the linux-cuda preset, the CUDA resource report (scripts/cuda-resources.sh: fails on
 # spills or static smem > 48 KiB); with CI=true or NINFER_VOLTA=1 (NINFER_VOLTA=0 turns it off), the sm_70 compile
-# check with the CUDA 12 toolchain (scripts/ci-volta.sh). docs/gpu.md.
+# check with the CUDA 12 toolchain (scripts/ci-volta.sh). docs/gpu.md. With NINFER_ASAN=1 (which .ci/run sets), last: the
+# server, serving and fuzz-replay tests built and run under ASan + UBSan (scripts/sanitize.sh asan-ci,
+# docs/security.md "Sanitizers"); with NINFER_FUZZ_SECONDS=N (.ci/run: 10) each libFuzzer target runs N seconds
+# (scripts/fuzz.sh, docs/security.md "Fuzzing").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -42,5 +45,13 @@ if [ "$volta" = 1 ]; then
   else
     echo "== sm_70 compile check skipped: no CUDA toolkit at /usr/local/cuda"
   fi
+fi
+if [ "${NINFER_ASAN:-0}" = 1 ]; then
+  echo "== ASan + UBSan: server, serving and fuzz-replay tests (scripts/sanitize.sh asan-ci)"
+  NINFER_JOBS="$jobs" NINFER_TEST_VENV="$venv" scripts/sanitize.sh asan-ci
+fi
+if [ "${NINFER_FUZZ_SECONDS:-0}" -gt 0 ]; then
+  echo "== libFuzzer: each target ${NINFER_FUZZ_SECONDS}s (scripts/fuzz.sh)"
+  NINFER_JOBS="$jobs" scripts/fuzz.sh "$NINFER_FUZZ_SECONDS"
 fi
 exit "$res_rc"

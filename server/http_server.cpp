@@ -17,6 +17,7 @@
 #include "engine/core/error.h"
 #include "server/api_error.h"
 #include "server/connection_probe.h"
+#include "server/cors.h"
 #include "server/http_connection.h"
 #include "server/jsonl_log.h"
 #include "server/openai_request.h"
@@ -385,6 +386,7 @@ void HttpServer::Impl::install_routes() {
   // Before httplib reads a body: refuse bodies it would read unbounded or wrongly, at once.
   svr.set_pre_routing_handler([this](const Req& req, Res& res) {
     try {
+      if (apply_cors(config.cors_origins, req, res)) return httplib::Server::HandlerResponse::Handled;  // preflight
       std::optional<ApiError> e = framing_error(req, config);
       if (!e) return httplib::Server::HandlerResponse::Unhandled;
       close_after_response(res);

@@ -30,6 +30,7 @@ struct HttpServerConfig {
   bool force_greedy = false;                // --greedy
   std::optional<int64_t> reasoning_budget;  // --reasoning-budget
   std::string log_jsonl_path;               // empty: no JSONL log
+  std::vector<std::string> cors_origins;    // --cors-origin: browser origins that may read answers (server/cors.h)
 };
 
 // The server config the flags imply (host, port, keys, served name, greedy, budget, JSONL path, connection

@@ -1,6 +1,8 @@
 // HTTP integration tests of connections: pipelining, idle and slow clients, the connection limit (raw sockets).
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "tests/server/raw_http.h"
 #include "tests/server/server_fixture.h"
 
@@ -125,6 +127,64 @@ TEST_F(ServerTest, ConnectionsOverThePerClientLimitAre503AndOthersAreServed) {
     RawConnection again(port_, "127.0.0.1");
     return again.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n") && again.read_response().status == 200;
   }));
+}
+
+// No CORS unless asked: without --cors-origin no Access-Control-* header, and OPTIONS is not a route. With it,
+// an allowed origin may read answers and gets its preflight; another origin gets nothing.
+TEST_F(ServerTest, NoCorsHeadersUnlessAsked) {
+  start();
+  {
+    RawConnection c(port_);
+    ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n\r\n"));
+    RawResponse r = c.read_response();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.head.find("Access-Control-"), std::string::npos) << r.head;
+    RawConnection p(port_);
+    ASSERT_TRUE(p.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+                       "Access-Control-Request-Method: POST\r\n\r\n"));
+    RawResponse pre = p.read_response();
+    EXPECT_EQ(pre.status, 404) << pre.head;
+    EXPECT_EQ(pre.head.find("Access-Control-"), std::string::npos) << pre.head;
+  }
+}
+
+TEST_F(ServerTest, CorsForTheOriginsAsked) {
+  HttpServerConfig sc;
+  sc.cors_origins = {"https://app.example"};
+  sc.api_keys = {"k1"};
+  start({}, sc);
+  RawConnection pre(port_);
+  ASSERT_TRUE(pre.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+                       "Access-Control-Request-Method: POST\r\n"
+                       "Access-Control-Request-Headers: authorization, content-type\r\n\r\n"));
+  RawResponse r = pre.read_response();
+  EXPECT_EQ(r.status, 204) << r.head;  // a preflight needs no key: browsers send none
+  EXPECT_EQ(r.header("Access-Control-Allow-Origin"), "https://app.example");
+  EXPECT_EQ(r.header("Access-Control-Allow-Methods"), "GET, POST, OPTIONS");
+  EXPECT_EQ(r.header("Access-Control-Allow-Headers"), "authorization, content-type");
+  EXPECT_EQ(r.header("Vary"), "Origin");
+  const std::string body = chat_body("from a page").dump();
+  RawConnection post(port_);
+  ASSERT_TRUE(post.send(fmt::format("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+                                    "Authorization: Bearer k1\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: {}\r\n\r\n{}", body.size(), body)));
+  RawResponse ok = post.read_response(std::chrono::seconds(5));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.header("Access-Control-Allow-Origin"), "https://app.example");
+  EXPECT_EQ(ok.header("Access-Control-Expose-Headers"), "X-Request-Id");
+  RawConnection other(port_);
+  ASSERT_TRUE(other.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\n"
+                         "Access-Control-Request-Method: POST\r\n\r\n"));
+  RawResponse no = other.read_response();
+  EXPECT_NE(no.status, 204);
+  EXPECT_EQ(no.head.find("Access-Control-Allow-Origin"), std::string::npos) << no.head;
+  RawConnection unauth(port_);  // CORS does not open the API: the key is still required
+  ASSERT_TRUE(unauth.send(fmt::format("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+                                      "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+                                      body.size(), body)));
+  RawResponse denied = unauth.read_response();
+  EXPECT_EQ(denied.status, 401);
+  EXPECT_EQ(denied.header("Access-Control-Allow-Origin"), "https://app.example");  // the page may read why
 }
 
 TEST_F(ServerTest, IdleAndSlowConnectionsAreClosedOnTime) {
