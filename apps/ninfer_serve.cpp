@@ -5,7 +5,9 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -23,22 +25,14 @@
 #include "server/deferred_engine.h"
 #include "server/engine_service.h"
 #include "server/http_server.h"
+#include "server/serve_engine_options.h"
+#include "server/serve_memory_plan.h"
 #include "server/serve_options.h"
 
 namespace {
 
 // The embedded default model: shipped in the source tree under models/.
 const std::string kDefaultModel = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
-
-ninfer::DType kv_dtype_of(ninfer::server::KvDtype d) {
-  switch (d) {
-    case ninfer::server::KvDtype::kBf16: return ninfer::DType::kBF16;
-    case ninfer::server::KvDtype::kF16: return ninfer::DType::kF16;
-    case ninfer::server::KvDtype::kF32: return ninfer::DType::kF32;
-    case ninfer::server::KvDtype::kInt8: return ninfer::DType::kI8;
-  }
-  ninfer::fail(ninfer::ErrorKind::kInvalidArgument, "--kv-dtype: unknown value");
-}
 
 std::string model_name_of(const std::string& path) {
   return ninfer::path_to_utf8(ninfer::path_from_utf8(path).stem());
@@ -54,6 +48,7 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   }
   const ninfer::server::ServeOptions& opt = *parsed.options;
+  if (opt.plan_only) return ninfer::server::run_plan_only(opt);  // a dry run: no weights, no GPU needed
   try {
     spdlog::info("ninfer-serve {} {}", NINFER_VERSION, ninfer::server::describe(opt));
     auto t0 = std::chrono::steady_clock::now();
@@ -98,9 +93,13 @@ int main(int argc, char** argv) {
     }
     const bool on_gpu = backend_kind == ninfer::BackendKind::kCuda;
     auto device_free_bytes = [&]() -> uint64_t {
-      if (!on_gpu) return ninfer::host_available_bytes();
+      if (!on_gpu) {
+        const uint64_t host = ninfer::host_available_bytes();
+        return opt.device_memory && host > 0 ? std::min(host, *opt.device_memory) : opt.device_memory.value_or(host);
+      }
       const ninfer::DeviceProbe probe = ninfer::probe_devices();
-      return probe.devices.at(static_cast<size_t>(backend_sel.device)).free_bytes;
+      const uint64_t free_b = probe.devices.at(static_cast<size_t>(backend_sel.device)).free_bytes;
+      return opt.device_memory ? std::min(free_b, *opt.device_memory) : free_b;
     };
     if (on_gpu) {
       const ninfer::DeviceProbe probe = ninfer::probe_devices();
@@ -111,20 +110,12 @@ int main(int argc, char** argv) {
     }
     spdlog::info("backend: {} ({})", ninfer::backend_kind_name(backend_kind), backend_why);
 
-    ninfer::EngineOptions eo;
+    ninfer::EngineOptions eo = ninfer::server::engine_options_from(opt, config);
     eo.backend = backend_kind;
     eo.device = backend_sel.device;
-    eo.max_context = opt.max_context.value_or(config.max_position_embeddings);
-    eo.prefill_chunk = opt.prefill_chunk;
-    eo.max_concurrency = opt.max_concurrency;
-    eo.kv_capacity = opt.kv_capacity.value_or(0);
-    eo.kv_dtype = kv_dtype_of(opt.kv_dtype);
     eo.threads = opt.threads;
-    eo.tp = opt.tp;
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
     eo.greedy = opt.greedy;
-    eo.prefix_cache = opt.prefix_reuse && opt.tp == 1;  // not built under TP yet (docs/parallel.md)
-    eo.prefix_snapshots = opt.prefix_snapshots.value_or(0);
     eo.output_ids = ninfer::server::tokenizer_output_ids(tokenizer, config.vocab_size);  // padded rows never produced
     if (opt.spec != ninfer::server::SpecMethod::kNone) {
       eo.drafter = std::move(drafter);
@@ -139,6 +130,19 @@ int main(int argc, char** argv) {
         return ninfer::drafter_cache_bytes(spec_method, artifact, config, ninfer::drafter_limits(eo, max_context));
       };
     ninfer::MemoryPlan plan = ninfer::plan_memory(config, plan_in);
+    // On a GPU the per-device plan (docs/memory-plan.md) also counts activations, op workspaces, the fixed allowance
+    // and the safety margin, and refuses a plan that does not fit each device.
+    std::optional<ninfer::DevicePlan> device_plan;
+    if (on_gpu) {
+      device_plan = ninfer::plan_devices_or_fail(ninfer::server::device_plan_input(
+          opt, ninfer::server::plan_model_from_artifact(artifact, opt), ninfer::server::device_free_memory(opt)));
+      const std::string table = device_plan->table();
+      for (size_t at = 0, end; at < table.size(); at = end + 1) {
+        end = table.find('\n', at);
+        if (end == std::string::npos) end = table.size();
+        spdlog::info("{}", table.substr(at, end - at));
+      }
+    }
     // The server listens (GET /health: 503) while the engine is built and the weights are paged in.
     ninfer::server::DeferredEngine port;
     std::unique_ptr<ninfer::Engine> engine;
@@ -169,6 +173,10 @@ int main(int argc, char** argv) {
           spdlog::info("prefix reuse: off under --tp {} (not built yet), every prompt is prefilled cold", opt.tp);
         spdlog::info("memory plan: {}; {} free after load {:.1f} MiB", plan.describe(), on_gpu ? "device" : "host",
                      device_free_bytes() / (1024.0 * 1024.0));
+        if (device_plan)
+          for (const ninfer::RankPlan& r : device_plan->ranks)
+            spdlog::info("device {}: free after load {:.1f} MiB, planned slack {:.1f} MiB", r.device,
+                         device_free_bytes() / (1024.0 * 1024.0), r.slack() / (1024.0 * 1024.0));
         ninfer::server::EngineServiceConfig sc;
         sc.info.name = opt.served_model_name.empty() ? model_name_of(opt.model) : opt.served_model_name;
         sc.info.max_context = eo.max_context;

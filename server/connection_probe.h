@@ -2,32 +2,30 @@
 #pragma once
 
 #include <optional>
-#include <string>
+
+#include <httplib.h>
 
 namespace ninfer::server {
 
-// cpp-httplib 0.11 does not expose a request's socket to its handler, so a handler that waits for the
-// engine cannot see the client go away. The probe finds the socket by its address pair (the handler
-// is still running, so the descriptor is open and unique), then peeks at it without consuming data:
-// an orderly close (FIN) or a reset means the client is gone.
+// cpp-httplib 0.11 does not hand a request's socket to its handler, so a handler that waits for the engine
+// cannot see the client go away by itself. The connection layer (server/http_connection.h) records the socket
+// of the request its worker thread is serving; the probe peeks at it without consuming data: an orderly close
+// (FIN) or a reset means the client is gone. The worker owns the socket until the handler returns, so the
+// descriptor cannot be closed or reused under the probe.
 //
-// POSIX only (it scans the process's descriptors); on other systems find() returns nothing and
-// non-streaming requests run to their limits.
+// POSIX only (a non-blocking peek); on Windows for_current_request() returns nothing and non-streaming
+// requests run to their limits.
 class ConnectionProbe {
  public:
-  // The connected socket whose local end is local_addr:local_port and whose peer is
-  // remote_addr:remote_port, if there is one.
-  static std::optional<ConnectionProbe> find(const std::string& local_addr, int local_port,
-                                             const std::string& remote_addr, int remote_port);
+  // The probe of the request this thread is serving; nothing outside a ConnectionServer worker.
+  static std::optional<ConnectionProbe> for_current_request();
 
   // True once the peer closed or reset the connection. Never blocks, never consumes data.
   bool peer_closed() const;
 
-  int fd() const { return fd_; }
-
  private:
-  explicit ConnectionProbe(int fd) : fd_(fd) {}
-  int fd_;
+  explicit ConnectionProbe(socket_t sock) : sock_(sock) {}
+  socket_t sock_;
 };
 
 }  // namespace ninfer::server

@@ -228,6 +228,7 @@ class ConnectionServer::Stream final : public httplib::Stream {
 
   void begin_request() {
     state = ConnectionState{};
+    state.sock = sock_;
     written_ = 0;
     delivered_ = 0;
     body_delivered_ = 0;

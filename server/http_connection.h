@@ -28,6 +28,7 @@ struct ConnectionLimits {
 // What the stream of the request being served saw (worker thread). The error handler reads it to tell why the
 // library failed a request; handlers set close_after.
 struct ConnectionState {
+  socket_t sock = INVALID_SOCKET;  // the connection's socket, open while its requests are served (ConnectionProbe)
   bool in_body = false;          // the head (request line + headers) was read
   bool head_too_large = false;   // over max_header_bytes
   size_t longest_line = 0;       // of the head, terminator included

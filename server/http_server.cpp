@@ -529,8 +529,7 @@ void HttpServer::Impl::serve_non_stream(const Req& req, Res& res, const Prepared
                                         const std::shared_ptr<RequestStream>& stream,
                                         const std::shared_ptr<Ticket>& ticket) {
   // While waiting, look at the connection every 100 ms: a client that gave up cancels its request.
-  const std::optional<ConnectionProbe> probe =
-      ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  const std::optional<ConnectionProbe> probe = ConnectionProbe::for_current_request();
   constexpr auto kProbeEvery = std::chrono::milliseconds(100);
   auto next_probe = std::chrono::steady_clock::now() + kProbeEvery;
   CollectedOutput out;
@@ -634,6 +633,7 @@ HttpServerConfig http_config_from(const ServeOptions& o) {
   c.host = o.host;
   c.port = o.port;
   c.api_keys = o.api_keys;
+  c.cors_origins = o.cors_origins;
   c.served_model_name = o.served_model_name;
   c.max_in_flight = std::max(64, 8 * o.max_concurrency);
   c.force_greedy = o.greedy;
@@ -649,6 +649,7 @@ HttpServerConfig http_config_from(const ServeOptions& o) {
 HttpServer::HttpServer(HttpServerConfig config, EnginePort& engine)
     : impl_(std::make_unique<Impl>(std::move(config), engine)) {
   Impl& im = *impl_;
+  spdlog::default_logger_raw();  // built before the workers log (as in Engine's constructor)
   // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
   // silently share its traffic. Keep only quick rebinding after a restart.
   im.svr.set_socket_options([](socket_t sock) {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 
@@ -40,9 +42,9 @@ constexpr FeatureGate kGates[] = {
      [](const ServeOptions& o) { return o.lm_head_draft; }, true},
     // --tp > 1 runs in-process CPU ranks (docs/parallel.md); on the CUDA backend it needs NCCL TP.
     {"--tp with --backend cuda", "tensor parallelism on the CUDA backend (NCCL TP; --tp runs on --backend cpu)",
-     [](const ServeOptions& o) { return o.tp > 1 && o.backend == "cuda"; }, false},
+     [](const ServeOptions& o) { return o.tp > 1 && o.backend == "cuda" && !o.plan_only; }, false},
     {"--spec with --tp", "speculative decoding under tensor parallelism (use --tp 1 or --spec none)",
-     [](const ServeOptions& o) { return o.tp > 1 && o.spec != SpecMethod::kNone; }, false},
+     [](const ServeOptions& o) { return o.tp > 1 && o.spec != SpecMethod::kNone && !o.plan_only; }, false},
     {"--kv-dtype int8", "the int8 KV cache",
      [](const ServeOptions& o) { return o.kv_dtype == KvDtype::kInt8; }, true},
     {"--reasoning-budget", "the reasoning budget",
@@ -78,6 +80,28 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 std::span<const FeatureGate> default_feature_gates() { return kGates; }
 
+std::optional<uint64_t> parse_byte_size(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  const std::string number(text.substr(0, i));
+  std::string unit;
+  for (char ch : text.substr(i)) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (number.empty() || number.front() == '.' || std::count(number.begin(), number.end(), '.') > 1) return std::nullopt;
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"", 1.0},         {"b", 1.0},
+      {"k", 0x1p10},     {"kib", 0x1p10}, {"kb", 1e3},
+      {"m", 0x1p20},     {"mib", 0x1p20}, {"mb", 1e6},
+      {"g", 0x1p30},     {"gib", 0x1p30}, {"gb", 1e9},
+      {"t", 0x1p40},     {"tib", 0x1p40}, {"tb", 1e12}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit != name) continue;
+    const double v = std::stod(number) * scale;
+    if (!(v >= 1.0) || v > 0x1p62) return std::nullopt;
+    return static_cast<uint64_t>(v + 0.5);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> check_feature_gates(const ServeOptions& options,
                                                std::span<const FeatureGate> gates) {
   std::string message;
@@ -102,6 +126,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   std::string nvfp4_activations = "w4a4";
   std::string devices;
   std::string api_keys;
+  std::string cors_origins;
   int64_t max_context = 0;
   int64_t reasoning_budget = -1;
   int draft_tokens = 0;
@@ -159,6 +184,9 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                  "Require this bearer key on /v1/* (comma-separated for several; also read from NINFER_API_KEY, "
                  "which keeps it out of the process list)")
       ->envname("NINFER_API_KEY");
+  app.add_option("--cors-origin", cors_origins,
+                 "Browser origins (scheme://host[:port], comma-separated, or *) whose pages may call the API "
+                 "[default: none, no CORS headers]");
   app.add_option("--served-model-name", o.served_model_name,
                  "Model id reported and accepted by the API [default: the artifact's name]");
   auto* budget_opt = app.add_option("--reasoning-budget", reasoning_budget,
@@ -196,6 +224,23 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                  "they are cancelled; a second signal cancels at once; 0 cancels at once")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400));
+
+  std::string device_memory;
+  app.add_flag("--plan-only", o.plan_only,
+               "Print the per-device memory plan and exit: 0 when it fits, 1 with the shortfall when not; loads no "
+               "weights and needs no GPU (docs/memory-plan.md)");
+  auto* device_memory_opt = app.add_option(
+      "--device-memory", device_memory,
+      "Free memory of each device, e.g. 16GiB, 15.5G, 16000MiB: stands in for the GPU's own reading, and caps it");
+  auto* plan_config_opt = app.add_option(
+      "--plan-config", o.plan_config, "With --plan-only: plan a Hugging Face config.json instead of the --model artifact");
+  auto* plan_quant_opt = app.add_option("--plan-quant", o.plan_quant,
+                                        "With --plan-config: nvfp4 (ninfer-pack --quant nvfp4, default keep-bf16 policy) "
+                                        "or bf16")
+                             ->check(CLI::IsMember({"nvfp4", "bf16"}));
+  auto* plan_dflash2_opt = app.add_option(
+      "--plan-dflash2-config", o.plan_dflash2_config,
+      "With --plan-config and --spec dflash2: the DFlash drafter's Hugging Face config.json");
 
   try {
     app.parse(argc, argv);
@@ -262,7 +307,28 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
       o.api_keys.push_back(std::move(k));
     }
   }
+  if (!cors_origins.empty()) {
+    for (std::string& origin : split_commas(cors_origins)) {
+      const bool ok = origin == "*" || ((origin.rfind("http://", 0) == 0 || origin.rfind("https://", 0) == 0) &&
+                                        origin.find('/', origin.find("//") + 2) == std::string::npos);
+      if (!ok)
+        return usage_error(fmt::format("--cors-origin: '{}' is not an origin such as https://app.example.com or *",
+                                       origin));
+      o.cors_origins.push_back(std::move(origin));
+    }
+  }
   if (*budget_opt && reasoning_budget >= 0) o.reasoning_budget = reasoning_budget;
+  if (*device_memory_opt) {
+    o.device_memory = parse_byte_size(device_memory);
+    if (!o.device_memory)
+      return usage_error(fmt::format("--device-memory: '{}' is not a size such as 16GiB, 15.5G or 16000MiB",
+                                     device_memory));
+  }
+  if (*plan_config_opt && !o.plan_only) return usage_error("--plan-config: needs --plan-only");
+  if (*plan_quant_opt && !*plan_config_opt) return usage_error("--plan-quant: needs --plan-config");
+  if (*plan_dflash2_opt && !*plan_config_opt) return usage_error("--plan-dflash2-config: needs --plan-config");
+  if (*plan_dflash2_opt && o.spec != SpecMethod::kDflash2)
+    return usage_error("--plan-dflash2-config: needs --spec dflash2");
 
   if (auto gated = check_feature_gates(o, gates)) return usage_error(*gated);
   return {std::move(o), 0, {}};
@@ -295,12 +361,17 @@ std::string describe(const ServeOptions& o) {
   if (o.lm_head_draft) s += " --lm-head-draft";
   if (!o.log_jsonl.empty()) s += fmt::format(" --log-jsonl {}", o.log_jsonl);
   if (!o.api_keys.empty()) s += fmt::format(" --api-key <{} key(s)>", o.api_keys.size());
+  if (!o.cors_origins.empty()) s += " --cors-origin " + fmt::format("{}", fmt::join(o.cors_origins, ","));
   if (!o.served_model_name.empty()) s += fmt::format(" --served-model-name {}", o.served_model_name);
   if (o.reasoning_budget) s += fmt::format(" --reasoning-budget {}", *o.reasoning_budget);
   s += fmt::format(" --threads {} --max-connections {}", o.threads, o.max_connections);
   if (o.max_connections_per_client > 0) s += fmt::format(" --max-connections-per-client {}", o.max_connections_per_client);
   s += fmt::format(" --keep-alive-timeout {} --read-timeout {} --drain-timeout {}", o.keep_alive_timeout_s,
                    o.read_timeout_s, o.drain_timeout_s);
+  if (o.device_memory) s += fmt::format(" --device-memory {}", *o.device_memory);
+  if (o.plan_only) s += " --plan-only";
+  if (!o.plan_config.empty()) s += fmt::format(" --plan-config {} --plan-quant {}", o.plan_config, o.plan_quant);
+  if (!o.plan_dflash2_config.empty()) s += fmt::format(" --plan-dflash2-config {}", o.plan_dflash2_config);
   return s;
 }
 

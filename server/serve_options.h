@@ -39,6 +39,7 @@ struct ServeOptions {
   bool lm_head_draft = false;              // --lm-head-draft: reduced-vocab proposal head
   std::string log_jsonl;                   // --log-jsonl PATH: one line per finished request
   std::vector<std::string> api_keys;       // --api-key KEY[,KEY...]
+  std::vector<std::string> cors_origins;   // --cors-origin ORIGIN[,ORIGIN...]: empty = no CORS headers
   std::string served_model_name;           // --served-model-name: unset = the artifact's name
   std::optional<int64_t> reasoning_budget; // --reasoning-budget N: unset (-1) = unlimited
   int threads = 0;                         // --threads: CPU threads, 0 = all cores
@@ -47,7 +48,16 @@ struct ServeOptions {
   int keep_alive_timeout_s = 5;            // --keep-alive-timeout: idle connections closed after it
   int read_timeout_s = 10;                 // --read-timeout: request headers within it; no body stall longer
   int drain_timeout_s = 30;                // --drain-timeout: on SIGTERM/SIGINT, requests in flight finish within it
+  bool plan_only = false;                  // --plan-only: print the per-device memory plan and exit (0 fits, 1 not)
+  std::optional<uint64_t> device_memory;   // --device-memory SIZE: each device's free memory (caps a real device)
+  std::string plan_config;                 // --plan-config config.json: plan a Hugging Face config instead of --model
+  std::string plan_quant = "nvfp4";        // --plan-quant nvfp4|bf16: the quantization --plan-config assumes
+  std::string plan_dflash2_config;         // --plan-dflash2-config config.json: the DFlash drafter's shape
 };
+
+// "16GiB", "15.5G", "16000MiB", "17179869184": bytes. K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB
+// powers of 1000, B or no unit bytes; case-insensitive. nullopt for anything else, zero, or an overflow.
+std::optional<uint64_t> parse_byte_size(std::string_view text);
 
 // A flag (or flag value) whose feature this build does not have yet. `in_use` says whether the
 // options ask for it; `built` is flipped to true by the change that implements the feature.

@@ -37,6 +37,19 @@ bool glob_match(std::string_view p, std::string_view s) {
   return pi == p.size();
 }
 
+Nvfp4Choice nvfp4_choice(const std::string& name, std::span<const int64_t> shape, const std::vector<std::string>& keep,
+                         std::vector<bool>* keep_used) {
+  bool matched = false;
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (glob_match(keep[i], name)) {
+      matched = true;
+      if (keep_used) (*keep_used)[i] = true;
+    }
+  if (matched) return Nvfp4Choice::kKeptByPolicy;
+  if (shape.size() != 2 || shape[1] % static_cast<int64_t>(kNvfp4BlockSize) != 0) return Nvfp4Choice::kKeptByShape;
+  return Nvfp4Choice::kQuantize;
+}
+
 std::string nvfp4_scale_group(const std::string& name) {
   static const std::regex re(R"(^(.*\.)(self_attn\.(q|k|v)_proj|mlp\.(gate|up)_proj|linear_attn\.in_proj_(qkv|z|a|b))\.weight$)");
   std::smatch m;
@@ -88,15 +101,11 @@ QuantReport plan_nvfp4_quantization(const ModelConfig& config, const QuantOption
     if (w.kind != WeightKind::kProjection) continue;
     const PlannedTensor* t = plan.find(w.name);
     if (!t || !plain_float(t->dtype)) continue;  // missing (check_weights reports it) or already quantized
-    bool keep = false;
-    for (size_t i = 0; i < options.keep.size(); ++i)
-      if (glob_match(options.keep[i], w.name)) keep = keep_used[i] = true;
-    if (!keep && (t->shape.size() != 2 || t->shape[1] % static_cast<int64_t>(kNvfp4BlockSize) != 0)) {
+    const Nvfp4Choice choice = nvfp4_choice(w.name, t->shape, options.keep, &keep_used);
+    if (choice == Nvfp4Choice::kKeptByShape)
       spdlog::warn("{}: shape [{}, {}] is not a whole number of 16-element blocks; kept as {}", w.name, t->shape[0],
                    t->shape.size() > 1 ? t->shape[1] : 0, dtype_name(t->dtype));
-      keep = true;
-    }
-    if (keep) report.kept.push_back(w.name);
+    if (choice != Nvfp4Choice::kQuantize) report.kept.push_back(w.name);
     else chosen.push_back(t);
   }
   const bool default_keep = options.keep == default_nvfp4_keep();  // e.g. no mtp.* in a model without MTP

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,13 @@ struct QuantOptions {
 };
 
 bool glob_match(std::string_view pattern, std::string_view name);
+
+// What --quant nvfp4 does with one projection of the weight schema stored as a plain float: quantize it, keep it
+// because a `keep` glob matches (every matching glob's index is set in `keep_used` when given), or keep it because
+// its rows are not whole 16-element blocks. The packer and the memory plan (engine/plan/) share this policy.
+enum class Nvfp4Choice { kQuantize, kKeptByPolicy, kKeptByShape };
+Nvfp4Choice nvfp4_choice(const std::string& name, std::span<const int64_t> shape, const std::vector<std::string>& keep,
+                         std::vector<bool>* keep_used = nullptr);
 
 // The fused group of a projection under kFused ("model.layers.3.self_attn.qkv", "...mlp.gate_up",
 // "...linear_attn.in"), or "" for a projection that is in none (o_proj, down_proj, out_proj, mtp.fc).

@@ -44,6 +44,9 @@ int64_t prefix_state_rows(const ModelConfig& config, const EngineOptions& o) {
 
 Engine::Engine(const Artifact& artifact, const ModelConfig& config, const EngineOptions& options)
     : config_(config), options_(options) {
+  // spdlog's registry is a lazily built static; build it here, before the loop thread logs, so that threads
+  // never race to create it (ThreadSanitizer cannot see the guard inside the uninstrumented libspdlog).
+  spdlog::default_logger_raw();
   if (options_.max_context <= 0 || options_.prefill_chunk <= 0 || options_.max_concurrency <= 0)
     fail(ErrorKind::kInvalidArgument, "engine options: max_context, prefill_chunk and max_concurrency must be positive");
   if (options_.kv_capacity == 0) options_.kv_capacity = options_.max_concurrency * options_.max_context;

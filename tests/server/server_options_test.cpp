@@ -150,6 +150,28 @@ TEST(ServeOptions, ApiKeyFromTheEnvironment) {
   EXPECT_TRUE(parse({}).options->api_keys.empty());
 }
 
+TEST(ServeOptions, ReliabilityFlags) {
+  ParsedServeOptions r = parse({"--cors-origin", "https://app.example,http://localhost:3000", "--drain-timeout", "5",
+                                "--max-connections-per-client", "16"});
+  ASSERT_TRUE(r.options) << r.message;
+  EXPECT_EQ(r.options->cors_origins, (std::vector<std::string>{"https://app.example", "http://localhost:3000"}));
+  EXPECT_EQ(r.options->drain_timeout_s, 5);
+  EXPECT_EQ(r.options->max_connections_per_client, 16);
+  const std::string line = describe(*r.options);
+  EXPECT_NE(line.find("--cors-origin https://app.example,http://localhost:3000"), std::string::npos) << line;
+  EXPECT_NE(line.find("--max-connections-per-client 16"), std::string::npos) << line;
+  EXPECT_NE(line.find("--drain-timeout 5"), std::string::npos) << line;
+  ParsedServeOptions d = parse({});
+  ASSERT_TRUE(d.options);
+  EXPECT_TRUE(d.options->cors_origins.empty());
+  EXPECT_EQ(d.options->drain_timeout_s, 30);
+  EXPECT_EQ(d.options->max_connections_per_client, 0);
+  expect_usage_error({"--cors-origin", "https://app.example/path"}, "--cors-origin");
+  expect_usage_error({"--cors-origin", "app.example"}, "--cors-origin");
+  expect_usage_error({"--drain-timeout", "-1"}, "--drain-timeout");
+  expect_usage_error({"--max-connections-per-client", "-3"}, "--max-connections-per-client");
+}
+
 TEST(ServeOptions, NoModelAtAll) {
   std::vector<std::string> args = {"ninfer-serve"};
   ParsedServeOptions r = parse_serve_options(args, "", {});

@@ -1,0 +1,38 @@
+// Owns ninfer-serve's memory-plan wiring: the per-device plan input its flags and the artifact (or a --plan-config)
+// imply, the free memory of each rank's device, and --plan-only (print the table, exit 0 or 1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/artifact/artifact.h"
+#include "engine/plan/device_plan.h"
+#include "server/serve_options.h"
+
+namespace ninfer::server {
+
+// The model the plan is about: the artifact's header and tensor table (no weights read), or --plan-config with
+// --plan-quant (and --plan-dflash2-config for --spec dflash2).
+struct PlanModel {
+  ModelConfig config;
+  std::vector<PlanTensor> tensors;
+  std::optional<Dflash2Config> dflash2;
+  std::string source;  // for the log: the artifact path or the config path
+};
+PlanModel plan_model_from_artifact(const Artifact& artifact, const ServeOptions& options);
+PlanModel plan_model_from_config(const ServeOptions& options);
+
+// Each rank's device free memory for the CUDA plan: --device-memory, the probe's reading of each --devices ordinal,
+// or the smaller of both. Error(kNotFound) when neither says (no such GPU and no --device-memory).
+std::vector<uint64_t> device_free_memory(const ServeOptions& options);
+
+// The per-device plan input of these flags. The embedding stays on the host under --tp > 1 and is on the device at
+// --tp 1 (what the CUDA backend uploads today; docs/memory-plan.md).
+DevicePlanInput device_plan_input(const ServeOptions& options, const PlanModel& model, std::vector<uint64_t> available);
+
+// --plan-only: prints the plan on stdout and returns 0 when it fits; prints the shortfall (and the table) on stderr and
+// returns 1 when it does not, or when the model or a device cannot be read.
+int run_plan_only(const ServeOptions& options);
+
+}  // namespace ninfer::server
