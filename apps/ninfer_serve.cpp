@@ -26,6 +26,7 @@
 #include "server/engine_service.h"
 #include "server/http_server.h"
 #include "server/serve_engine_options.h"
+#include "server/serve_follower.h"
 #include "server/serve_memory_plan.h"
 #include "server/serve_options.h"
 
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
     ninfer::Artifact artifact = ninfer::Artifact::open(opt.model, {.verify_checksums = opt.verify});
     ninfer::ModelConfig config = ninfer::load_model_config(artifact);
     for (int r = 0; r < opt.tp; ++r) ninfer::tp_layout(config, r, opt.tp);  // heads that cannot be cut: refused now
+    // --nnodes: a follower process joins the group and follows rank 0; it serves no HTTP.
+    if (opt.nnodes > 1 && opt.node_rank > 0) return ninfer::server::run_follower(opt, artifact, config);
     // Speculative decoding: the drafter is checked against the artifact first (a missing section stops the start).
     const std::string spec_method(ninfer::server::spec_method_name(opt.spec));
     ninfer::DrafterFactory drafter;
@@ -77,20 +80,13 @@ int main(int argc, char** argv) {
       if (t.section == "main") weight_bytes += t.bytes;
 
     // Where the model runs, decided before anything is loaded: the plan counts that device's free memory.
-    ninfer::BackendSelection backend_sel{.kind = *ninfer::backend_kind_from_name(opt.backend),
+    // --nnodes runs CPU ranks (--backend cuda with it is refused at parse): auto means the CPU there.
+    ninfer::BackendSelection backend_sel{.kind = opt.nnodes > 1 ? ninfer::BackendKind::kCpu
+                                                                : *ninfer::backend_kind_from_name(opt.backend),
                                          .device = opt.devices.empty() ? 0 : opt.devices.front(),
                                          .threads = opt.threads};
     std::string backend_why;
     const ninfer::BackendKind backend_kind = ninfer::resolve_backend(backend_sel, &backend_why);
-    // --tp > 1 runs in-process CPU ranks (--backend cuda with --tp is refused at parse). Where auto would pick a GPU,
-    // running a model sized for GPUs on CPU ranks instead would be a silent fallback: refuse, saying what to use.
-    if (opt.tp > 1 && backend_kind == ninfer::BackendKind::kCuda) {
-      std::fprintf(stderr,
-                   "--tp %d: tensor parallelism on the GPU (NCCL) is not built yet in this version of ninfer-serve; "
-                   "use --tp 1 to run on GPU %d, or --backend cpu to run %d CPU ranks (docs/parallel.md)\n",
-                   opt.tp, backend_sel.device, opt.tp);
-      return 2;
-    }
     const bool on_gpu = backend_kind == ninfer::BackendKind::kCuda;
     auto device_free_bytes = [&]() -> uint64_t {
       if (!on_gpu) {
@@ -113,6 +109,7 @@ int main(int argc, char** argv) {
     ninfer::EngineOptions eo = ninfer::server::engine_options_from(opt, config);
     eo.backend = backend_kind;
     eo.device = backend_sel.device;
+    eo.devices = opt.devices;  // CUDA TP: one per rank (empty: 0..tp-1)
     eo.threads = opt.threads;
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
     eo.greedy = opt.greedy;
@@ -145,11 +142,25 @@ int main(int argc, char** argv) {
     }
     // The server listens (GET /health: 503) while the engine is built and the weights are paged in.
     ninfer::server::DeferredEngine port;
+    std::unique_ptr<ninfer::GlooGroup> group;  // --nnodes: this process is rank 0; outlives the engine
+    std::atomic<bool> group_lost{false};
+    if (opt.nnodes > 1) {
+      eo.join_timeout = std::chrono::seconds(opt.join_timeout_s);
+      eo.on_group_lost = [&](const std::string& why) {
+        spdlog::critical("tensor parallel: a follower process was lost ({}); ninfer-serve stops", why);
+        group_lost = true;
+        ninfer::server::request_run_server_stop();
+      };
+    }
     std::unique_ptr<ninfer::Engine> engine;
     std::unique_ptr<ninfer::server::EngineService> service;
     std::atomic<bool> load_failed{false}, serving_done{false};
     std::thread loader([&] {
       try {
+        if (opt.nnodes > 1) {
+          group = std::make_unique<ninfer::GlooGroup>(ninfer::server::gloo_group_options(opt));
+          eo.process_group = group.get();
+        }
         engine = std::make_unique<ninfer::Engine>(artifact, config, eo);
         double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         spdlog::info("artifact {} ({} bytes) loaded in {:.2f} s: {} {} layers ({} linear attention, {} full "
@@ -169,8 +180,6 @@ int main(int argc, char** argv) {
                            : std::string());
         else if (!opt.prefix_reuse)  // (off because of --spec: the engine warned when it was built)
           spdlog::info("prefix reuse: off (--no-prefix-reuse), every prompt is prefilled cold");
-        else if (opt.tp > 1)
-          spdlog::info("prefix reuse: off under --tp {} (not built yet), every prompt is prefilled cold", opt.tp);
         spdlog::info("memory plan: {}; {} free after load {:.1f} MiB", plan.describe(), on_gpu ? "device" : "host",
                      device_free_bytes() / (1024.0 * 1024.0));
         if (device_plan)
@@ -206,7 +215,7 @@ int main(int argc, char** argv) {
     int rc = ninfer::server::run_server(opt, port);
     serving_done = true;
     loader.join();
-    return load_failed ? 1 : rc;
+    return load_failed || group_lost ? 1 : rc;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

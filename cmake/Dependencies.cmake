@@ -25,6 +25,17 @@ else()
   set(NINFER_XXHASH_TARGET PkgConfig::LIBXXHASH)
 endif()
 
+# Gloo: the collectives of multi-process tensor parallelism between CPU ranks (engine/parallel/gloo_group.h,
+# docs/parallel.md). Debian: libgloo-dev. Not packaged for Windows: there the build says it has none.
+if(WIN32)
+  option(NINFER_GLOO "Multi-process tensor parallelism over Gloo (libgloo-dev)" OFF)
+else()
+  option(NINFER_GLOO "Multi-process tensor parallelism over Gloo (libgloo-dev)" ON)
+endif()
+if(NINFER_GLOO)
+  find_package(Gloo CONFIG REQUIRED)
+endif()
+
 if(NINFER_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

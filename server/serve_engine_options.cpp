@@ -22,7 +22,7 @@ EngineOptions engine_options_from(const ServeOptions& o, const ModelConfig& conf
   eo.kv_capacity = o.kv_capacity.value_or(0);
   eo.kv_dtype = kv_dtype_of(o.kv_dtype);
   eo.tp = o.tp;
-  eo.prefix_cache = o.prefix_reuse && o.tp == 1;  // not built under TP yet (docs/parallel.md)
+  eo.prefix_cache = o.prefix_reuse;
   eo.prefix_snapshots = o.prefix_snapshots.value_or(0);
   return eo;
 }

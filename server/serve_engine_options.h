@@ -10,7 +10,7 @@ namespace ninfer::server {
 
 DType kv_dtype_of(KvDtype d);
 
-// Context, chunk, concurrency, KV capacity and dtype, TP ranks, prefix reuse (off under TP) and snapshots. The app
+// Context, chunk, concurrency, KV capacity and dtype, TP ranks, prefix reuse and snapshots. The app
 // adds what needs the loaded model or the device (backend, threads, output ids, drafter).
 EngineOptions engine_options_from(const ServeOptions& options, const ModelConfig& config);
 

@@ -40,11 +40,9 @@ constexpr FeatureGate kGates[] = {
      [](const ServeOptions& o) { return o.spec == SpecMethod::kDflash2; }, true},
     {"--lm-head-draft", "the reduced-vocabulary draft lm_head",
      [](const ServeOptions& o) { return o.lm_head_draft; }, true},
-    // --tp > 1 runs in-process CPU ranks (docs/parallel.md); on the CUDA backend it needs NCCL TP.
-    {"--tp with --backend cuda", "tensor parallelism on the CUDA backend (NCCL TP; --tp runs on --backend cpu)",
-     [](const ServeOptions& o) { return o.tp > 1 && o.backend == "cuda" && !o.plan_only; }, false},
-    {"--spec with --tp", "speculative decoding under tensor parallelism (use --tp 1 or --spec none)",
-     [](const ServeOptions& o) { return o.tp > 1 && o.spec != SpecMethod::kNone && !o.plan_only; }, false},
+    // --nnodes runs CPU ranks, one per process (docs/parallel.md); CUDA TP runs in one process (--tp --devices).
+    {"--nnodes with --backend cuda", "multi-process tensor parallelism on the CUDA backend (--nnodes runs CPU ranks)",
+     [](const ServeOptions& o) { return o.nnodes > 1 && o.backend == "cuda" && !o.plan_only; }, false},
     {"--kv-dtype int8", "the int8 KV cache",
      [](const ServeOptions& o) { return o.kv_dtype == KvDtype::kInt8; }, true},
     {"--reasoning-budget", "the reasoning budget",
@@ -161,9 +159,23 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   app.add_option("--max-concurrency", o.max_concurrency, "Sequences decoded together")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  app.add_option("--tp", o.tp, "Tensor-parallel ranks")->capture_default_str()->check(CLI::Range(1, 64));
+  auto* tp_opt = app.add_option("--tp", o.tp, "Tensor-parallel ranks")->capture_default_str()->check(CLI::Range(1, 64));
   auto* devices_opt = app.add_option(
       "--devices", devices, "Comma-separated device ordinals, one per --tp rank [default: 0..tp-1]");
+  app.add_option("--nnodes", o.nnodes, "Processes (nodes) of a multi-process tensor-parallel group, one rank each")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  auto* node_rank_opt = app.add_option("--node-rank", o.node_rank, "This process's rank in --nnodes (0 serves HTTP)")
+                            ->capture_default_str()
+                            ->check(CLI::Range(0, 63));
+  app.add_option("--master-addr", o.master_addr, "Host of the --node-rank 0 process (rendezvous)")->capture_default_str();
+  app.add_option("--master-port", o.master_port, "Rendezvous port on --master-addr")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--join-timeout", o.join_timeout_s,
+                 "Seconds a rank waits at start for the others (rendezvous, then their loading)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
   app.add_flag("--no-prefix-reuse", no_prefix_reuse, "Do not reuse cached prompt prefixes (cold prefill)");
   int prefix_snapshots = 0;
   auto* snapshots_opt = app.add_option("--prefix-snapshots", prefix_snapshots,
@@ -274,6 +286,17 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                                     : KvDtype::kF32;
   o.nvfp4_w4a16 = nvfp4_activations == "w4a16";
   o.spec = spec == "mtp" ? SpecMethod::kMtp : spec == "dflash2" ? SpecMethod::kDflash2 : SpecMethod::kNone;
+  if (o.nnodes > 1) {
+    if (o.node_rank >= o.nnodes)
+      return usage_error(fmt::format("--node-rank {}: outside --nnodes {} (0 to {})", o.node_rank, o.nnodes,
+                                     o.nnodes - 1));
+    if (tp_opt->count() > 0 && o.tp != o.nnodes)
+      return usage_error(fmt::format("--tp {} with --nnodes {}: each process runs one rank, so --tp must equal "
+                                     "--nnodes (or be left out)", o.tp, o.nnodes));
+    o.tp = o.nnodes;
+  } else if (*node_rank_opt && o.node_rank != 0) {
+    return usage_error(fmt::format("--node-rank {}: needs --nnodes greater than {}", o.node_rank, o.node_rank));
+  }
   if (*devices_opt) {
     for (const std::string& d : split_commas(devices)) {
       int64_t n = 0;
@@ -352,6 +375,9 @@ std::string describe(const ServeOptions& o) {
   s += fmt::format(" --kv-dtype {} --nvfp4-activations {} --max-concurrency {} --backend {} --tp {}",
                    kv_dtype_name(o.kv_dtype), o.nvfp4_w4a16 ? "w4a16" : "w4a4", o.max_concurrency, o.backend, o.tp);
   if (!o.devices.empty()) s += fmt::format(" --devices {}", fmt::join(o.devices, ","));
+  if (o.nnodes > 1)
+    s += fmt::format(" --nnodes {} --node-rank {} --master-addr {} --master-port {} --join-timeout {}", o.nnodes,
+                     o.node_rank, o.master_addr, o.master_port, o.join_timeout_s);
   if (!o.prefix_reuse) s += " --no-prefix-reuse";
   if (o.prefix_snapshots) s += fmt::format(" --prefix-snapshots {}", *o.prefix_snapshots);
   if (o.verify) s += " --verify";

@@ -30,6 +30,12 @@ struct ServeOptions {
   std::string backend = "auto";            // --backend auto|cpu|cuda (auto: CUDA when built and a GPU is present)
   int tp = 1;                              // --tp: tensor-parallel ranks
   std::vector<int> devices;                // --devices 0,1: one device per tp rank (unset = 0..tp-1)
+  // Multi-process TP (torchrun's names; docs/parallel.md): one rank per process, --node-rank 0 serves HTTP.
+  int nnodes = 1;                          // --nnodes
+  int node_rank = 0;                       // --node-rank
+  std::string master_addr = "127.0.0.1";   // --master-addr: where --node-rank 0 serves the rendezvous
+  int master_port = 29500;                 // --master-port
+  int join_timeout_s = 300;                // --join-timeout: start-up waits for the other ranks, in seconds
   bool prefix_reuse = true;                // --no-prefix-reuse turns it off
   std::optional<int> prefix_snapshots;     // --prefix-snapshots N: unset = 2 × --max-concurrency (hybrid models)
   bool verify = false;                     // --verify: hash every tensor at load

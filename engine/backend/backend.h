@@ -75,6 +75,10 @@ class Backend {
 
   virtual std::string name() const = 0;  // "cpu(avx2, 2 threads)"
   virtual Device device() const = 0;
+  // Makes the calling thread run this backend's ops: a CUDA backend makes its device the thread's current one (kernels
+  // launch on the current device). Call on a thread other than the one that built the backend before its first op
+  // there, and at each step on a thread that may drive other devices' backends too.
+  virtual void bind_thread() {}
 
   // ---- memory ----
   // Allocates `bytes` of device memory, 64-byte aligned, zero-filled.

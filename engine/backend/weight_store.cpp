@@ -11,7 +11,9 @@ uint64_t tensor_storage_bytes(const Tensor& t) {
     if (!layout) fail(ErrorKind::kInvalidArgument, "nvfp4 tensor {} has no valid layout", t.describe());
     return layout->total_bytes;
   }
-  if (!t.is_contiguous()) fail(ErrorKind::kInvalidArgument, "weight {} is not contiguous", t.describe());
+  // A strided view (a row-parallel column shard under TP) is counted as the contiguous copy it is uploaded as.
+  if (!t.is_contiguous() && !t.rows_uniform())
+    fail(ErrorKind::kInvalidArgument, "weight {} has neither contiguous nor uniform rows", t.describe());
   return static_cast<uint64_t>(t.numel()) * dtype_element_bytes(t.dtype);
 }
 
@@ -28,9 +30,16 @@ Tensor WeightStore::place(const Tensor& host, const std::string& name) {
     return d;
   }
   Buffer b = backend_.alloc(bytes);
-  // Copied as raw bytes: the same layout on the device (nvfp4 has no element size).
-  backend_.copy(Tensor::make(b.data(), DType::kI8, {static_cast<int64_t>(bytes)}, b.device),
-                Tensor::make(host.data, DType::kI8, {static_cast<int64_t>(bytes)}, Device::kCpu));
+  if (host.dtype != DType::kNVFP4 && !host.is_contiguous()) {
+    // Rows at a stride (a column shard): copied row by row into the contiguous device tensor.
+    const int64_t rows = host.ndim > 1 ? host.rows() : 1, n = host.row_size();
+    backend_.copy(Tensor::make(b.data(), host.dtype, {rows, n}, b.device),
+                  Tensor::strided(host.data, host.dtype, {rows, n}, {host.row_stride(), 1}, Device::kCpu));
+  } else {
+    // Copied as raw bytes: the same layout on the device (nvfp4 has no element size).
+    backend_.copy(Tensor::make(b.data(), DType::kI8, {static_cast<int64_t>(bytes)}, b.device),
+                  Tensor::make(host.data, DType::kI8, {static_cast<int64_t>(bytes)}, Device::kCpu));
+  }
   Tensor d = host;
   d.data = b.data();
   d.device = b.device;

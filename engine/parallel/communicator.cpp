@@ -7,56 +7,23 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/parallel/collective_args.h"
 
 namespace ninfer {
 
 namespace {
 
-int64_t rows_of(const Tensor& t) { return t.ndim > 1 ? t.rows() : 1; }
-
-void check_f32_rows(const char* op, const char* arg, const Tensor& t) {
-  if (t.dtype != DType::kF32) fail(ErrorKind::kInvalidArgument, "{}: {} must be f32, got {}", op, arg, t.describe());
-  if (!t.rows_uniform()) fail(ErrorKind::kInvalidArgument, "{}: {} needs uniform rows, got {}", op, arg, t.describe());
-}
-
-// Host copies of a tensor's rows, packed [rows, N] (through the backend for a device tensor).
-void to_host(std::vector<float>& out, const Tensor& t, Backend& backend) {
-  const int64_t R = rows_of(t), N = t.row_size();
-  out.resize(static_cast<size_t>(R * N));
-  Tensor host = Tensor::make(out.data(), DType::kF32, {R, N}, Device::kCpu);
-  Tensor src = Tensor::strided(t.data, DType::kF32, {R, N}, {t.row_stride(), 1}, t.device);
-  if (t.device == Device::kCpu) {
-    for (int64_t r = 0; r < R; ++r)
-      std::memcpy(out.data() + r * N, static_cast<const float*>(t.data) + r * t.row_stride(), static_cast<size_t>(N) * 4);
-  } else {
-    backend.copy(host, src);
-    backend.synchronize();
-  }
-}
-
-void from_host(const Tensor& t, const float* in, Backend& backend) {
-  const int64_t R = rows_of(t), N = t.row_size();
-  if (t.device == Device::kCpu) {
-    for (int64_t r = 0; r < R; ++r)
-      std::memcpy(static_cast<float*>(t.data) + r * t.row_stride(), in + r * N, static_cast<size_t>(N) * 4);
-  } else {
-    Tensor dst = Tensor::strided(t.data, DType::kF32, {R, N}, {t.row_stride(), 1}, t.device);
-    backend.copy(dst, Tensor::make(const_cast<float*>(in), DType::kF32, {R, N}, Device::kCpu));
-  }
-}
-
 class SingleRank final : public Communicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  void all_reduce_sum(const Tensor& x, Backend&) override { check_f32_rows("all_reduce_sum", "x", x); }
+  void all_reduce_sum(const Tensor& x, Backend&) override { check_collective_arg("all_reduce_sum", "x", x); }
   void all_gather(const Tensor& out, const Tensor& in, Backend& backend) override {
-    check_f32_rows("all_gather", "in", in);
-    check_f32_rows("all_gather", "out", out);
-    if (rows_of(out) != rows_of(in) || out.row_size() != in.row_size())
+    check_collective_arg("all_gather", "in", in);
+    check_collective_arg("all_gather", "out", out);
+    if (collective_rows(out) != collective_rows(in) || out.row_size() != in.row_size())
       fail(ErrorKind::kInvalidArgument, "all_gather: out {} is not in {} (one rank)", out.describe(), in.describe());
-    backend.copy(Tensor::strided(out.data, DType::kF32, {rows_of(out), out.row_size()}, {out.row_stride(), 1}, out.device),
-                 Tensor::strided(in.data, DType::kF32, {rows_of(in), in.row_size()}, {in.row_stride(), 1}, in.device));
+    backend.copy(collective_view(out), collective_view(in));
   }
   void broadcast(const Tensor& x, int root, Backend&) override {
     if (root != 0) fail(ErrorKind::kInvalidArgument, "broadcast: root {} outside a group of 1 rank", root);
@@ -107,7 +74,7 @@ class InProcessRank final : public Communicator {
   int size() const override { return s_.size; }
 
   void all_reduce_sum(const Tensor& x, Backend& backend) override {
-    check_f32_rows("all_reduce_sum", "x", x);
+    check_collective_arg("all_reduce_sum", "x", x);
     publish(x, backend);
     s_.barrier();
     check_same_shapes("all_reduce_sum");
@@ -118,12 +85,12 @@ class InProcessRank final : public Communicator {
       for (size_t i = 0; i < n; ++i) result_[i] += in[i];
     }
     s_.barrier();  // every rank has read every input: they may be reused
-    from_host(x, result_.data(), backend);
+    unpack_rows_from_host(x, result_.data(), backend);
   }
 
   void all_gather(const Tensor& out, const Tensor& in, Backend& backend) override {
-    check_f32_rows("all_gather", "in", in);
-    check_f32_rows("all_gather", "out", out);
+    check_collective_arg("all_gather", "in", in);
+    check_collective_arg("all_gather", "out", out);
     publish(in, backend);
     s_.barrier();
     const int64_t R = s_.shape[0].first;
@@ -132,7 +99,7 @@ class InProcessRank final : public Communicator {
       if (rows != R) fail(ErrorKind::kInvalidArgument, "all_gather: ranks bring {} and {} rows", R, rows);
       width += n;
     }
-    if (rows_of(out) != R || out.row_size() != width)
+    if (collective_rows(out) != R || out.row_size() != width)
       fail(ErrorKind::kInvalidArgument, "all_gather: out {} must be [{}, {}] (rows × the ranks' widths)", out.describe(), R,
            width);
     result_.resize(static_cast<size_t>(R * width));
@@ -145,25 +112,25 @@ class InProcessRank final : public Communicator {
       col += n;
     }
     s_.barrier();
-    from_host(out, result_.data(), backend);
+    unpack_rows_from_host(out, result_.data(), backend);
   }
 
   void broadcast(const Tensor& x, int root, Backend& backend) override {
     if (root < 0 || root >= s_.size)
       fail(ErrorKind::kInvalidArgument, "broadcast: root {} outside a group of {} ranks", root, s_.size);
-    check_f32_rows("broadcast", "x", x);
+    check_collective_arg("broadcast", "x", x);
     publish(x, backend);
     s_.barrier();
     check_same_shapes("broadcast");
     if (rank_ != root) result_ = s_.input[static_cast<size_t>(root)];
     s_.barrier();
-    if (rank_ != root) from_host(x, result_.data(), backend);
+    if (rank_ != root) unpack_rows_from_host(x, result_.data(), backend);
   }
 
  private:
   void publish(const Tensor& t, Backend& backend) {
-    to_host(s_.input[static_cast<size_t>(rank_)], t, backend);
-    s_.shape[static_cast<size_t>(rank_)] = {rows_of(t), t.row_size()};
+    pack_rows_to_host(s_.input[static_cast<size_t>(rank_)], t, backend);
+    s_.shape[static_cast<size_t>(rank_)] = {collective_rows(t), t.row_size()};
   }
   void check_same_shapes(const char* op) const {
     for (int r = 1; r < s_.size; ++r)

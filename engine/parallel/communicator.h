@@ -33,20 +33,32 @@ class Communicator {
 // TP1: rank 0 of a group of one. all_reduce and broadcast do nothing; all_gather copies `in` into `out`.
 Communicator& single_rank_communicator();
 
-// A group of CPU ranks that are threads of one process: a barrier and per-rank host staging buffers. Collectives
-// fail with Error(kInternal) on every rank once abort() is called (a rank that failed mid-step calls it so that
-// the others do not wait forever); reset() re-arms the group when every rank is out of its collectives.
-class InProcessGroup {
+// The ranks of a group whose ranks are threads of one process (each thread drives one rank): the communicator of
+// each, and the abort / re-arm protocol a failed step needs. A rank that failed mid-step calls abort() so that the
+// others do not wait forever in a collective (they throw Error(kInternal)); reset() re-arms the group once every rank
+// is out of its collectives.
+class CommunicatorGroup {
+ public:
+  virtual ~CommunicatorGroup() = default;
+  virtual int size() const = 0;
+  virtual Communicator& rank(int r) = 0;
+  virtual void abort() = 0;
+  virtual void reset() = 0;
+};
+
+// A group of ranks that are threads of one process, exchanging through host memory: a barrier and per-rank host
+// staging buffers (device tensors are copied through their backend). CPU ranks, or device ranks sharing one GPU.
+class InProcessGroup final : public CommunicatorGroup {
  public:
   explicit InProcessGroup(int size);
-  ~InProcessGroup();
+  ~InProcessGroup() override;
   InProcessGroup(const InProcessGroup&) = delete;
   InProcessGroup& operator=(const InProcessGroup&) = delete;
 
-  int size() const;
-  Communicator& rank(int r);
-  void abort();
-  void reset();
+  int size() const override;
+  Communicator& rank(int r) override;
+  void abort() override;
+  void reset() override;
 
   struct Shared;
 

@@ -1,10 +1,15 @@
 #include "engine/parallel/tp_ranks.h"
 
 #include <algorithm>
+#include <set>
+
+#include <fmt/ranges.h>
 
 #include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
+#include "engine/parallel/nccl_communicator.h"
+#include "engine/parallel/rank_replica.h"
 
 namespace ninfer {
 
@@ -13,7 +18,26 @@ int tp_rank_threads(int threads, int tp) {
   return std::max(1, all / std::max(1, tp));
 }
 
-TpRanks::TpRanks(const ModelWeights& full, const ModelConfig& config, const TpSetup& setup) : group_(setup.tp) {
+namespace {
+
+// The collectives of `setup`'s ranks: NCCL over distinct CUDA devices, else through host memory.
+std::unique_ptr<CommunicatorGroup> make_group(const TpSetup& setup) {
+  if (setup.backend.kind != BackendKind::kCuda) return std::make_unique<InProcessGroup>(setup.tp);
+  if (static_cast<int>(setup.devices.size()) != setup.tp)
+    fail(ErrorKind::kInvalidArgument, "tensor parallelism: {} CUDA devices for {} ranks", setup.devices.size(), setup.tp);
+  const std::set<int> distinct(setup.devices.begin(), setup.devices.end());
+  if (static_cast<int>(distinct.size()) == setup.tp) {
+    spdlog::info("tensor parallelism: NCCL over devices {}", fmt::join(setup.devices, ","));
+    return make_nccl_group(setup.devices);
+  }
+  spdlog::warn("tensor parallelism: ranks share CUDA devices ({}): their collectives go through host memory, a test "
+               "setup, not a fast one", fmt::join(setup.devices, ","));
+  return std::make_unique<InProcessGroup>(setup.tp);
+}
+
+}  // namespace
+
+TpRanks::TpRanks(const ModelWeights& full, const ModelConfig& config, const TpSetup& setup) : group_(make_group(setup)) {
   if (setup.tp < 2) fail(ErrorKind::kInvalidArgument, "tensor parallelism: a group of {} ranks needs no followers", setup.tp);
   for (int r = 0; r < setup.tp; ++r) {
     const TpLayout layout = tp_layout(config, r, setup.tp);
@@ -25,13 +49,10 @@ TpRanks::TpRanks(const ModelWeights& full, const ModelConfig& config, const TpSe
       spdlog::info("tensor parallel: {} GDN key heads < {} ranks, each rank keeps a replica of the key head its value "
                    "heads read", config.linear_num_key_heads, setup.tp);
     if (r == 0) continue;
-    const ModelConfig rc = tp_rank_config(config, layout);
     auto f = std::make_unique<Follower>();
-    f->backend = make_backend(setup.backend);
-    f->model = std::make_unique<Model>(rc, shard_weights(full, config, layout), *f->backend, group_.rank(r));
-    f->kv = std::make_unique<KvCache>(*f->backend, rc, setup.kv);
-    f->state = std::make_unique<LinearStateCache>(*f->backend, rc, setup.state_slots, setup.state_checkpoints,
-                                                  setup.state_extra_rows);
+    BackendSelection selection = setup.backend;
+    if (selection.kind == BackendKind::kCuda) selection.device = setup.devices[static_cast<size_t>(r)];
+    f->replica = std::make_unique<RankReplica>(full, config, r, setup, make_backend(selection), group_->rank(r));
     followers_.push_back(std::move(f));
   }
   for (int r = 1; r < setup.tp; ++r) followers_[static_cast<size_t>(r - 1)]->thread = std::thread([this, r] { follow(r); });
@@ -52,24 +73,22 @@ void TpRanks::failed(std::exception_ptr e) {
     std::lock_guard lock(mu_);
     if (!first_error_) first_error_ = e;
   }
-  group_.abort();
+  group_->abort();
 }
 
 void TpRanks::follow(int rank) {
-  Follower& f = *followers_[static_cast<size_t>(rank - 1)];
   uint64_t seen = 0;
   for (;;) {
-    const ForwardBatch* batch = nullptr;
+    const std::function<void(int)>* work = nullptr;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || job_ != seen; });
       if (stopping_) return;
       seen = job_;
-      batch = batch_;
+      work = work_;
     }
     try {
-      f.logits.resize(batch->logit_rows.size() * static_cast<size_t>(f.model->config().vocab_size));
-      f.model->forward(*batch, *f.kv, *f.state, f.logits);
+      (*work)(rank);
     } catch (...) {
       failed(std::current_exception());
     }
@@ -81,18 +100,17 @@ void TpRanks::follow(int rank) {
   }
 }
 
-void TpRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
-                      std::span<float> logits, const FeatureCapture& capture) {
+void TpRanks::run(const std::function<void(int rank)>& job) {
   {
     std::lock_guard lock(mu_);
-    batch_ = &batch;
+    work_ = &job;
     done_ = 0;
     first_error_ = nullptr;
     ++job_;
   }
   cv_.notify_all();
   try {
-    leader.forward(batch, kv, state, logits, capture);
+    job(0);
   } catch (...) {
     failed(std::current_exception());
   }
@@ -100,26 +118,32 @@ void TpRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, Lin
   {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return done_ == static_cast<int>(followers_.size()); });
-    batch_ = nullptr;
+    work_ = nullptr;
     error = first_error_;
     first_error_ = nullptr;
   }
   if (error) {
-    group_.reset();
+    group_->reset();
     std::rethrow_exception(error);
   }
 }
 
-void TpRanks::zero_state_slot(int32_t slot) {
-  for (auto& f : followers_) {
-    LinearStateCache& s = *f->state;
-    if (slot < 0 || slot >= s.max_slots())
-      fail(ErrorKind::kInvalidArgument, "tensor parallelism: state slot {} outside {} slots", slot, s.max_slots());
-    for (int64_t l = 0; l < static_cast<int64_t>(f->model->config().num_linear_attention_layers()); ++l) {
-      f->backend->zero(s.conv(l).slice0(slot, slot + 1));
-      f->backend->zero(s.recurrent(l).slice0(slot, slot + 1));
-    }
-  }
+void TpRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
+                      std::span<float> logits, const FeatureCapture& capture) {
+  run([&](int rank) {
+    if (rank == 0) return leader.forward(batch, kv, state, logits, capture);
+    followers_[static_cast<size_t>(rank - 1)]->replica->forward(batch);
+  });
 }
+
+void TpRanks::mirror_state(LinearStateCache& leader) {
+  for (auto& f : followers_) leader.mirror_to(*f->replica->state);
+}
+
+Model& TpRanks::model(int rank) { return *followers_.at(static_cast<size_t>(rank - 1))->replica->model; }
+
+KvCache& TpRanks::kv(int rank) { return *followers_.at(static_cast<size_t>(rank - 1))->replica->kv; }
+
+LinearStateCache& TpRanks::state(int rank) { return *followers_.at(static_cast<size_t>(rank - 1))->replica->state; }
 
 }  // namespace ninfer

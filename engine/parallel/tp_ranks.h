@@ -1,5 +1,6 @@
 // Owns the ranks of an in-process tensor-parallel group past rank 0 (each one's backend, weight shard, model, KV
-// and GDN state tensors, and the thread its forward runs on) and running one step on every rank in lockstep.
+// and GDN state tensors, and the thread its work runs on) and running one job (a forward step) on every rank in
+// lockstep.
 #pragma once
 
 #include <condition_variable>
@@ -16,6 +17,7 @@
 #include "engine/model/model.h"
 #include "engine/model/weight_shard.h"
 #include "engine/parallel/communicator.h"
+#include "engine/parallel/tp_followers.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
 
@@ -24,6 +26,9 @@ namespace ninfer {
 struct TpSetup {
   int tp = 2;                  // ranks in all, rank 0 included
   BackendSelection backend;    // every follower's backend (CPU: `threads` is already the rank's share)
+  // CUDA: rank r's device (tp entries; rank 0's is the engine's). Distinct devices: an NCCL group; a device listed
+  // more than once: ranks that share it exchange through host memory (InProcessGroup; a one-GPU test setup).
+  std::vector<int> devices;
   KvCacheConfig kv;            // the same blocks on every rank (block tables are rank 0's, shared by all)
   int64_t state_slots = 0;     // LinearStateCache rows, as rank 0's
   int64_t state_checkpoints = 0;
@@ -33,45 +38,49 @@ struct TpSetup {
 // A CPU backend's threads for one of `tp` ranks: `threads` (0 = all cores) shared out, at least 1.
 int tp_rank_threads(int threads, int tp);
 
-class TpRanks {
+struct RankReplica;
+
+class TpRanks final : public TpFollowers {
  public:
-  // Builds ranks 1..tp−1 from the model's full weights (views into the artifact, which must outlive this) and logs
-  // every rank's layout. Rank 0 (the leader) is built by the caller: tp_layout(config, 0, tp), shard_weights,
+  // Builds ranks 1..tp−1 from the model's full weights (views into the artifact, which must outlive this), each on its
+  // own backend (CUDA: on setup.devices[r], its shard uploaded there), and logs every rank's layout. Rank 0 (the leader) is built by the caller: tp_layout(config, 0, tp), shard_weights,
   // tp_rank_config, and communicator(0) for its Model.
   TpRanks(const ModelWeights& full, const ModelConfig& config, const TpSetup& setup);
-  ~TpRanks();  // stops and joins the follower threads
+  ~TpRanks() override;  // stops and joins the follower threads
   TpRanks(const TpRanks&) = delete;
   TpRanks& operator=(const TpRanks&) = delete;
 
-  int size() const { return group_.size(); }
-  Communicator& communicator(int rank) { return group_.rank(rank); }
+  int size() const override { return group_->size(); }
+  Communicator& communicator(int rank) { return group_->rank(rank); }
+  Communicator& leader_communicator() override { return group_->rank(0); }
 
-  // Runs leader.forward(batch, kv, state, logits, capture) on the calling thread while every follower runs the same
-  // batch (host spans, read by all) on its own KV / state tensors; returns when all are done. A failure on any rank
-  // aborts the group's collectives (no rank waits forever), and the first failure is rethrown once every rank has
-  // stopped; the group is then re-armed for the next step.
+  // Runs job(0) on the calling thread while every follower r runs job(r) on its own thread; returns when all are
+  // done. The jobs may call the group's collectives (in the same order on every rank). A failure on any rank aborts
+  // the group's collectives (no rank waits forever), and the first failure is rethrown once every rank has stopped;
+  // the group is then re-armed for the next job.
+  void run(const std::function<void(int rank)>& job);
+  // run() of one forward: leader.forward(batch, kv, state, logits, capture) on rank 0, the same batch (host spans,
+  // read by all) on every follower's own model, KV and state tensors.
   void forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
-               const FeatureCapture& capture);
-  // Zeroes GDN state row `slot` on every follower (rank 0's LinearStateCache::acquire zeroes its own).
-  void zero_state_slot(int32_t slot);
+               const FeatureCapture& capture) override;
+  // Makes every GDN state operation of rank 0's `leader` (zeroing an acquired slot, copy_slot: speculative
+  // checkpoints, prefix-cache snapshots) also apply to every follower's state (LinearStateCache::mirror_to). Call once,
+  // with rank 0's state built with the same rows as TpSetup's.
+  void mirror_state(LinearStateCache& leader) override;
 
-  Model& model(int rank) { return *followers_.at(static_cast<size_t>(rank - 1))->model; }
-  KvCache& kv(int rank) { return *followers_.at(static_cast<size_t>(rank - 1))->kv; }
-  LinearStateCache& state(int rank) { return *followers_.at(static_cast<size_t>(rank - 1))->state; }
+  Model& model(int rank);
+  KvCache& kv(int rank);
+  LinearStateCache& state(int rank);
 
  private:
   struct Follower {
-    std::unique_ptr<Backend> backend;
-    std::unique_ptr<Model> model;
-    std::unique_ptr<KvCache> kv;
-    std::unique_ptr<LinearStateCache> state;
-    std::vector<float> logits;
+    std::unique_ptr<RankReplica> replica;
     std::thread thread;
   };
   void follow(int rank);  // a follower thread: runs each job as it comes
   void failed(std::exception_ptr e);
 
-  InProcessGroup group_;
+  std::unique_ptr<CommunicatorGroup> group_;
   std::vector<std::unique_ptr<Follower>> followers_;
 
   std::mutex mu_;
@@ -79,7 +88,7 @@ class TpRanks {
   uint64_t job_ = 0;     // generation of the current job
   int done_ = 0;         // followers done with it
   bool stopping_ = false;
-  const ForwardBatch* batch_ = nullptr;
+  const std::function<void(int)>* work_ = nullptr;
   std::exception_ptr first_error_;
 };
 

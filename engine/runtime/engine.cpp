@@ -4,10 +4,13 @@
 #include <limits>
 #include <random>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
 #include "engine/core/failpoint.h"
+#include "engine/parallel/rank_replica.h"
+#include "engine/parallel/remote_ranks.h"
 
 namespace ninfer {
 
@@ -61,25 +64,26 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   }
   const int tp = options_.tp;
   if (tp < 1) fail(ErrorKind::kInvalidArgument, "engine options: tp {} must be at least 1", tp);
-  if (tp > 1) {
-    if (options_.backend == BackendKind::kCuda)
-      fail(ErrorKind::kUnsupported, "tensor parallelism (tp {}) on the CUDA backend needs NCCL TP, which is not built "
-           "yet; use the CPU backend or tp 1", tp);
-    if (options_.backend == BackendKind::kAuto) {
-      spdlog::info("tensor parallelism (tp {}) runs on the CPU backend (NCCL TP is not built yet)", tp);
-      options_.backend = BackendKind::kCpu;
-    }
-    if (options_.drafter)
-      fail(ErrorKind::kUnsupported, "speculative decoding under tensor parallelism (tp {}) is not built yet; use tp 1 "
-           "or no drafter", tp);
-    if (options_.prefix_cache) {
-      spdlog::warn("prefix reuse is off under tensor parallelism (tp {}): not built yet, every prompt is prefilled cold", tp);
-      options_.prefix_cache = false;
-    }
+  if (tp > 1 && options_.backend == BackendKind::kAuto) {
+    std::string why;
+    BackendSelection probe{.kind = BackendKind::kAuto, .device = options_.device};
+    options_.backend = resolve_backend(probe, &why);
+    spdlog::info("tensor parallelism (tp {}) on the {} backend ({})", tp, backend_kind_name(options_.backend), why);
+  }
+  if (tp > 1 && options_.backend == BackendKind::kCuda) {
+    if (options_.process_group)
+      fail(ErrorKind::kUnsupported, "multi-process tensor parallelism runs CPU ranks; on CUDA use one process (--tp "
+           "with --devices)");
+    if (options_.devices.empty())
+      for (int r = 0; r < tp; ++r) options_.devices.push_back(options_.device + r);
+    if (static_cast<int>(options_.devices.size()) != tp)
+      fail(ErrorKind::kInvalidArgument, "engine options: {} devices for tp {}", options_.devices.size(), tp);
+    options_.device = options_.devices.front();
   }
   const BackendSelection selection{.kind = options_.backend,
                                    .device = options_.device,
-                                   .threads = tp > 1 ? tp_rank_threads(options_.threads, tp) : options_.threads,
+                                   .threads = tp > 1 && !options_.process_group ? tp_rank_threads(options_.threads, tp)
+                                                                                  : options_.threads,
                                    .nvfp4_activations = options_.nvfp4_activations};
   backend_ = make_backend(selection);
   weights_ = std::make_unique<WeightStore>(*backend_);
@@ -91,14 +95,28 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   ModelConfig rank_config = config_;  // rank 0's: its local heads under TP
   if (tp > 1) {
     const ModelWeights full = ModelWeights::bind(artifact, config_);
-    tp_ = std::make_unique<TpRanks>(full, config_,
-                                    TpSetup{.tp = tp, .backend = selection, .kv = kv_config,
-                                            .state_slots = options_.max_concurrency, .state_checkpoints = checkpoints,
-                                            .state_extra_rows = ninfer::prefix_state_rows(config_, options_)});
+    const TpSetup setup{.tp = tp, .backend = selection, .devices = options_.devices, .kv = kv_config,
+                        .state_slots = options_.max_concurrency, .state_checkpoints = checkpoints,
+                        .state_extra_rows = ninfer::prefix_state_rows(config_, options_)};
+    if (GlooGroup* group = options_.process_group) {
+      if (group->size() != tp || group->rank() != 0)
+        fail(ErrorKind::kInvalidArgument, "engine options: tp {} driven by rank {} of a process group of {}", tp,
+             group->rank(), group->size());
+      for (int r = 0; r < tp; ++r) spdlog::info("tensor parallel {}", tp_layout(config_, r, tp).describe());
+      tp_ = std::make_unique<RemoteRanks>(*group, group_setup(setup, artifact, config_), options_.join_timeout,
+                                          options_.on_group_lost);
+      spdlog::info("tensor parallelism: {} CPU ranks, one per process; this one of {} threads", tp, selection.threads);
+    } else {
+      tp_ = std::make_unique<TpRanks>(full, config_, setup);
+      if (selection.kind == BackendKind::kCuda)
+        spdlog::info("tensor parallelism: {} CUDA ranks on devices {}", tp, fmt::join(options_.devices, ","));
+      else
+        spdlog::info("tensor parallelism: {} CPU ranks of {} threads each", tp, selection.threads);
+    }
     const TpLayout layout = tp_layout(config_, 0, tp);
     rank_config = tp_rank_config(config_, layout);
-    model_ = std::make_unique<Model>(rank_config, shard_weights(full, config_, layout), *backend_, tp_->communicator(0));
-    spdlog::info("tensor parallelism: {} CPU ranks of {} threads each", tp, selection.threads);
+    model_ = std::make_unique<Model>(rank_config, placed_shard(shard_weights(full, config_, layout), *weights_, "rank 0"),
+                                     *backend_, tp_->leader_communicator());
   } else {
     model_ = std::make_unique<Model>(config_, placed(ModelWeights::bind(artifact, config_), *weights_, "model"), *backend_);
   }
@@ -117,6 +135,9 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   const bool hybrid = config_.num_linear_attention_layers() > 0;
   state_ = std::make_unique<LinearStateCache>(*backend_, rank_config, options_.max_concurrency, checkpoints,
                                               ninfer::prefix_state_rows(config_, options_));
+  // Under TP every state operation below (zeroing an acquired slot, checkpoint restores, prefix snapshots) is rank 0's
+  // bookkeeping, done on every rank's state.
+  if (tp_) tp_->mirror_state(*state_);
   if (prefix) {
     std::vector<int32_t> rows;
     for (int64_t i = 0; i < ninfer::prefix_snapshot_rows(config_, options_); ++i)
@@ -132,6 +153,9 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
                                           config_.vocab_size);
     spec_totals_.accepted_at.assign(static_cast<size_t>(options_.draft_tokens), 0);
     spdlog::info("speculative decoding: {} draft tokens per step", options_.draft_tokens);
+    if (tp_)
+      spdlog::info("speculative decoding under tensor parallelism: the drafter runs on rank 0 over the full weights, "
+                   "conditioned on rank 0's target features (docs/parallel.md)");
   }
   row_.resize(static_cast<size_t>(config_.vocab_size));
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{.max_concurrency = options_.max_concurrency,
@@ -366,6 +390,7 @@ std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std:
 }
 
 void Engine::step() {
+  backend_->bind_thread();  // the step's thread may not be the one that built the engine
   std::vector<RequestId> cancels;
   {
     std::lock_guard lock(mu_);
@@ -376,7 +401,6 @@ void Engine::step() {
 
   auto plan = scheduler_->schedule([&](Sequence& s) {
     s.state_slot = state_->acquire();
-    if (tp_) tp_->zero_state_slot(s.state_slot);
     if (spec_) spec_->add(static_cast<SeqId>(s.id));
     if (prefix_) reuse_prefix(s);
   });

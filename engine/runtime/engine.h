@@ -17,6 +17,7 @@
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/weight_store.h"
 #include "engine/model/model.h"
+#include "engine/parallel/gloo_group.h"
 #include "engine/parallel/tp_ranks.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
@@ -37,12 +38,22 @@ struct EngineOptions {
   int64_t kv_block_size = 16;
   DType kv_dtype = DType::kF32;
   BackendKind backend = BackendKind::kCpu;  // where the model runs (auto: CUDA when built and a GPU is present)
-  int device = 0;                   // CUDA device index
+  int device = 0;                   // CUDA device index (rank 0's under TP)
+  std::vector<int> devices = {};    // CUDA under TP: one device per rank (empty: device, device + 1, …)
   int threads = 0;                  // CPU backend threads, 0 = all cores (under TP: shared out over the ranks)
   // Tensor-parallel ranks (docs/parallel.md). > 1 runs that many CPU ranks as threads of this process, each with its
-  // share of the threads, its own KV cache / GDN state / scratch, driven in lockstep by the one scheduler. CPU backend
-  // only for now (NCCL TP is not built yet); not combined with a drafter (refused) nor prefix reuse (turned off).
+  // share of the threads, its own KV cache / GDN state / scratch, driven in lockstep by the one scheduler; rank 0's
+  // GDN state operations (checkpoints, prefix snapshots) are mirrored on every rank. A drafter runs on rank 0 over
+  // the full weights. CPU backend only for now (NCCL TP is not built yet).
   int tp = 1;
+  // Multi-process TP (ninfer-serve --nnodes): the group this process is rank 0 of (one rank per process, its size is
+  // `tp`); the other ranks are follower processes (run_tp_follower) that this engine drives step by step. nullptr =
+  // the other ranks are threads of this process. Must outlive the engine.
+  GlooGroup* process_group = nullptr;
+  std::chrono::milliseconds join_timeout{std::chrono::minutes(5)};  // waiting for the follower processes to load
+  // Called once, from the step that found it, when a follower process is lost (the group cannot step any more; every
+  // later step fails at once): the app ends the server.
+  std::function<void(const std::string& why)> on_group_lost = nullptr;
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
   bool greedy = false;              // engine-wide greedy override
   size_t max_waiting = 1024;        // queued requests beyond this are refused (kQueueFull)
@@ -140,7 +151,7 @@ class Engine {
   EngineOptions options_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<WeightStore> weights_;  // device copies of the weights (none on the CPU backend); outlives model_
-  std::unique_ptr<TpRanks> tp_;           // ranks 1..tp−1 under tensor parallelism (null at TP1); outlives model_
+  std::unique_ptr<TpFollowers> tp_;       // ranks 1..tp−1 under tensor parallelism (null at TP1); outlives model_
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<LinearStateCache> state_;

@@ -38,16 +38,36 @@ int32_t LinearStateCache::acquire() {
   if (free_.empty()) fail(ErrorKind::kOutOfMemory, "all {} linear-attention state slots are in use", max_slots_);
   int32_t s = free_.back();
   free_.pop_back();
-  for (size_t l = 0; l < conv_.size(); ++l) {
-    backend_.zero(conv_[l].slice0(s, s + 1));
-    backend_.zero(rec_[l].slice0(s, s + 1));
-  }
+  for (StateMirror* m : mirrors_) m->zero_row(s);
+  zero_row(s);
   return s;
 }
+
+void LinearStateCache::zero_row(int32_t row) {
+  backend_.bind_thread();  // the calling thread may be another rank's (a mirrored operation)
+  for (size_t l = 0; l < conv_.size(); ++l) {
+    backend_.zero(conv_[l].slice0(row, row + 1));
+    backend_.zero(rec_[l].slice0(row, row + 1));
+  }
+}
+
+void LinearStateCache::mirror_to(LinearStateCache& follower) {
+  if (&follower == this || follower.max_slots_ != max_slots_ || follower.checkpoints_ != checkpoints_ ||
+      follower.extra_ != extra_ || follower.conv_.size() != conv_.size())
+    fail(ErrorKind::kInvalidArgument,
+         "linear state mirror: {} slots, {} checkpoints per slot, {} extra rows, {} layers; the mirror has {}, {}, {}, {}",
+         max_slots_, checkpoints_, extra_, conv_.size(), follower.max_slots_, follower.checkpoints_, follower.extra_,
+         follower.conv_.size());
+  mirrors_.push_back(&follower);
+}
+
+void LinearStateCache::mirror_to(StateMirror& mirror) { mirrors_.push_back(&mirror); }
 
 void LinearStateCache::release(int32_t slot) { free_.push_back(slot); }
 
 void LinearStateCache::copy_slot(int32_t dst, int32_t src) {
+  for (StateMirror* m : mirrors_) m->copy_slot(dst, src);
+  backend_.bind_thread();  // after the mirrors, which bound theirs
   for (size_t l = 0; l < conv_.size(); ++l) {
     backend_.copy(conv_[l].slice0(dst, dst + 1), conv_[l].slice0(src, src + 1));
     backend_.copy(rec_[l].slice0(dst, dst + 1), rec_[l].slice0(src, src + 1));

@@ -9,7 +9,16 @@
 
 namespace ninfer {
 
-class LinearStateCache {
+// What receives rank 0's GDN state operations for another rank's rows under tensor parallelism: that rank's own
+// LinearStateCache (a follower thread of this process), or the step messages to a follower process (RemoteRanks).
+class StateMirror {
+ public:
+  virtual ~StateMirror() = default;
+  virtual void zero_row(int32_t row) = 0;
+  virtual void copy_slot(int32_t dst, int32_t src) = 0;
+};
+
+class LinearStateCache final : public StateMirror {
  public:
   // Allocates `max_slots` sequence slots plus `checkpoints_per_slot` checkpoint slots per sequence slot (speculative
   // verification rows, docs/speculative.md) plus `extra_rows` rows for other holders (prefix-cache snapshots,
@@ -21,8 +30,18 @@ class LinearStateCache {
   // A zeroed slot for a new sequence; throws Error(kOutOfMemory) when all are taken.
   int32_t acquire();
   void release(int32_t slot);
-  // Copies every layer's state of slot `src` into `dst` (snapshots for speculative decoding).
-  void copy_slot(int32_t dst, int32_t src);
+  // Copies every layer's state of slot `src` into `dst` (speculative checkpoints, prefix-cache snapshots).
+  void copy_slot(int32_t dst, int32_t src) override;
+  // Zeroes every layer's state of row `row` (this cache's own: not the mirrors').
+  void zero_row(int32_t row) override;
+
+  // Tensor parallelism (docs/parallel.md): from now on, zeroing an acquired slot and copy_slot also apply to
+  // `follower`'s rows (another rank's state of the same rows; its heads may differ), on the calling thread, so every
+  // rank's state follows rank 0's slot bookkeeping. `follower` must outlive this cache and not run work meanwhile.
+  // Error(kInvalidArgument) when its rows differ.
+  void mirror_to(LinearStateCache& follower);
+  // The same for a mirror that is not a cache here (a follower process's rows, through RemoteRanks).
+  void mirror_to(StateMirror& mirror);
 
   const Tensor& conv(int64_t gdn_layer) const { return conv_[static_cast<size_t>(gdn_layer)]; }
   const Tensor& recurrent(int64_t gdn_layer) const { return rec_[static_cast<size_t>(gdn_layer)]; }
@@ -40,6 +59,7 @@ class LinearStateCache {
   static uint64_t bytes_per_slot(const ModelConfig& config);
 
  private:
+
   Backend& backend_;
   int64_t max_slots_;
   int64_t checkpoints_;
@@ -47,6 +67,7 @@ class LinearStateCache {
   std::vector<Buffer> buffers_;
   std::vector<Tensor> conv_, rec_;
   std::vector<int32_t> free_;
+  std::vector<StateMirror*> mirrors_;
 };
 
 }  // namespace ninfer

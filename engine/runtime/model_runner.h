@@ -29,7 +29,7 @@ class ModelRunner {
   ModelRunner(Model& model, KvCache& kv, LinearStateCache& state) : model_(model), kv_(kv), state_(state) {}
   // Tensor parallelism (docs/parallel.md): `model`, `kv` and `state` are rank 0's, and every step also runs on the
   // group's other ranks, in lockstep. `ranks` must outlive the runner; nullptr = TP1.
-  void set_ranks(TpRanks* ranks) { ranks_ = ranks; }
+  void set_ranks(TpFollowers* ranks) { ranks_ = ranks; }
 
   // Reserves KV for every sequence (throws Error(kOutOfMemory) when the pool runs out, before any work),
   // runs one forward, and returns the requested logits, row-major [rows, vocab], in step order. With a non-empty
@@ -49,7 +49,7 @@ class ModelRunner {
   Model& model_;
   KvCache& kv_;
   LinearStateCache& state_;
-  TpRanks* ranks_ = nullptr;
+  TpFollowers* ranks_ = nullptr;
   // Reused between steps so a decode step allocates nothing.
   std::vector<int32_t> tokens_, positions_, q_start_, seq_len_, slots_, table_, kv_slots_, rows_, checkpoints_;
   std::vector<float> logits_, features_;

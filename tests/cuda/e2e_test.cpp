@@ -144,13 +144,15 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaE2E,
 // The Engine on CUDA: a batch of 4 greedy requests (prefill chunk 7, so prompts are split and batched with decode)
 // gives the CPU engine's tokens; --spec mtp and --spec dflash2 on CUDA give plain CUDA greedy's tokens (lossless).
 // spec: "" (plain decoding), "mtp" (K = 3) or "dflash2" (K = 7).
-std::vector<std::vector<int32_t>> run_engine(BackendKind kind, DType kv, const std::string& spec = "") {
+std::vector<std::vector<int32_t>> run_engine(BackendKind kind, DType kv, const std::string& spec = "", int tp = 1,
+                                             std::vector<int> devices = {}) {
   const Artifact a = Artifact::open(kTiny);
   const ModelConfig c = load_model_config(a);
   std::vector<std::vector<int32_t>> prompts;
   for (uint32_t i = 0; i < 4; ++i) prompts.push_back(prompt_of(c, 9 + 13 * i, 100 + i));
   const DrafterFactory drafter = spec.empty() ? DrafterFactory{} : make_drafter_factory(spec, a, c, false);
-  return run_greedy(a, c, drafter, spec.empty() ? 0 : default_draft_tokens(spec), /*prefill_chunk=*/7, prompts, /*max_tokens=*/64, kind, kv, /*max_context=*/512)
+  return run_greedy(a, c, drafter, spec.empty() ? 0 : default_draft_tokens(spec), /*prefill_chunk=*/7, prompts,
+                    /*max_tokens=*/64, kind, kv, /*max_context=*/512, tp, std::move(devices))
       .outputs;
 }
 
@@ -170,6 +172,35 @@ TEST(CudaE2EEngine, SpeculationIsLossless) {
     const auto drafted = run_engine(BackendKind::kCuda, DType::kF32, spec);
     for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(drafted[i], plain[i]) << spec << ", request " << i;
   }
+}
+
+// Tensor parallelism on CUDA through the Engine (docs/parallel.md): TP2 with both ranks on GPU 0 (their collectives
+// go through host memory: NCCL refuses two ranks on one GPU) gives TP1 CUDA's greedy tokens, with int8 KV and with
+// MTP. This runs the CUDA path of TpRanks: each rank's backend bound to its thread, its shard uploaded (row-parallel
+// column shards packed), the embedding looked up from host memory, rank 0's GDN state operations mirrored.
+TEST(CudaE2EEngine, TensorParallelOnOneGpuMatchesTp1) {
+  NINFER_REQUIRE_CUDA();
+  for (DType kv : {DType::kF32, DType::kI8}) {
+    const auto tp1 = run_engine(BackendKind::kCuda, kv);
+    const auto tp2 = run_engine(BackendKind::kCuda, kv, "", 2, {0, 0});
+    for (size_t i = 0; i < tp1.size(); ++i) EXPECT_EQ(tp2[i], tp1[i]) << "request " << i << ", kv " << dtype_name(kv);
+  }
+  const auto tp1 = run_engine(BackendKind::kCuda, DType::kF32);
+  const auto mtp = run_engine(BackendKind::kCuda, DType::kF32, "mtp", 2, {0, 0});
+  for (size_t i = 0; i < tp1.size(); ++i) EXPECT_EQ(mtp[i], tp1[i]) << "mtp, request " << i;
+}
+
+// The same over NCCL, one rank per GPU (check.sh runs *MultiGpu* only where two GPUs are visible).
+TEST(NcclMultiGpuEngine, Tp2MatchesTp1) {
+  NINFER_REQUIRE_CUDA();
+  try {
+    make_cuda_backend({.device = 1});
+  } catch (const Error& e) {
+    GTEST_SKIP() << "one GPU visible: NCCL TP2 needs two GPUs (" << e.what() << ")";
+  }
+  const auto tp1 = run_engine(BackendKind::kCuda, DType::kI8);
+  const auto tp2 = run_engine(BackendKind::kCuda, DType::kI8, "", 2, {0, 1});
+  for (size_t i = 0; i < tp1.size(); ++i) EXPECT_EQ(tp2[i], tp1[i]) << "request " << i;
 }
 
 }  // namespace

@@ -8,14 +8,15 @@
 # failure: nvidia-smi; the device probe; the CUDA op suite (tests/cuda, all but CudaE2E*) of the sm_90 build and of
 # the sm_70 build (compute_70 PTX JIT-compiled by the driver: reported when the driver refuses it); the e2e tests
 # (CudaE2E*) of both builds; compute-sanitizer memcheck on a small subset (NINFER_GPU_MEMCHECK_FILTER, default
-# *Small*); a short op benchmark (ninfer-bench-cuda, NINFER_GPU_BENCH_ARGS) when the bundle has one.
+# *Small*); a short op benchmark (ninfer-bench-cuda, NINFER_GPU_BENCH_ARGS) when the bundle has one; NCCL across two
+# GPUs (*MultiGpu*) only where two are listed.
 # Writes RESULTS_DIR/summary.md, summary.json and one log per step. A step passes only when it ran, exited 0 and
 # (for a test binary) ran tests with none failed or skipped: on a GPU machine a skipped GPU test is a problem.
 # Exit status: 0 when every step passed, 1 otherwise.
 set -uo pipefail
 
 results="${1:-}"
-[ -n "$results" ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ -n "$results" ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 mkdir -p "$results" || exit 2
 results="$(cd "$results" && pwd)"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -171,7 +172,8 @@ fi
 # Every shared library the binaries need must resolve here (the bundle ships what Debian-only; the rest is system).
 run_step libraries plain 30 0 -- bash -c 'rc=0; for b in "$0"/*; do [ -e "$b" ] || { echo "no binaries in $0"; exit 1; }; m="$(ldd "$b" 2>&1 | grep "not found")"; if [ -n "$m" ]; then echo "${b##*/}: $m"; rc=1; fi; done; [ $rc = 1 ] || echo "all libraries resolve"; exit $rc' "$bin"
 # The tests that need a machine WITHOUT a GPU (the refusal at start) are left out here: they skip on a GPU machine.
-ops_filter="${NINFER_GPU_OPS_FILTER:-*}-*CudaE2E*:*WithoutAGpu*"   # gtest: POSITIVE-NEGATIVE
+# So are those that need two GPUs (*MultiGpu*: NCCL across devices), which the nccl-multi-gpu step runs where two are.
+ops_filter="${NINFER_GPU_OPS_FILTER:-*}-*CudaE2E*:*WithoutAGpu*:*MultiGpu*"   # gtest: POSITIVE-NEGATIVE
 # ninfer-serve for the serve test (CudaServe.*): the bundle's sm_90 build.
 [ -x "$bin/ninfer-serve_sm90" ] && export NINFER_SERVE_BINARY="$bin/ninfer-serve_sm90"
 run_step probe gtest 60 1 -- "$bin/ninfer_tests_device_sm90"
@@ -196,6 +198,17 @@ else
   record bench skipped "" 0 0 0 0 "ninfer-bench-cuda" "no ninfer-bench-cuda in the bundle (not built yet)" ""
 fi
 run_step e2e-sm70-jit gtest 120 1 -- "$bin/ninfer_tests_cuda_sm70" "--gtest_filter=*CudaE2E*"
+# NCCL across two GPUs: only where nvidia-smi lists two (on one GPU the test could only skip, which is no pass; the
+# one-rank NCCL tests and the fake ranks on one GPU run in the ops steps). A note, not a step, says when it cannot run.
+gpus=0
+[ "$gpu" = 0 ] || gpus="$(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')"
+[[ "$gpus" =~ ^[0-9]+$ ]] || gpus=0
+if [ "$gpus" -ge 2 ]; then
+  nccl_bin="$bin/ninfer_tests_cuda_sm90"; [ -x "$nccl_bin" ] || nccl_bin="$bin/ninfer_tests_cuda_sm70"
+  run_step nccl-multi-gpu gtest 60 1 -- "$nccl_bin" "--gtest_filter=*MultiGpu*"
+else
+  note "nccl-multi-gpu: not run, $gpus GPU(s) listed (NcclMultiGpu.* needs two)"
+fi
 
 # ---- summary --------------------------------------------------------------------------------------------------------
 # The probe test passes with or without a device; the tests' skip reasons say why the runtime saw none.

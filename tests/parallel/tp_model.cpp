@@ -2,36 +2,42 @@
 
 #include "engine/model/model_artifact.h"
 #include "engine/model/weight_shard.h"
+#include "engine/parallel/rank_replica.h"
 
 namespace ninfer::testing {
 
-TpModel::TpModel(const Artifact& artifact, int tp, Nvfp4Activations activations, DType kv_dtype, int threads_per_rank) {
+TpModel::TpModel(const Artifact& artifact, int tp, Nvfp4Activations activations, DType kv_dtype, int threads_per_rank,
+                 int64_t checkpoints, std::vector<int> devices) {
   config = load_model_config(artifact);
-  const BackendSelection sel{.kind = BackendKind::kCpu, .threads = threads_per_rank, .nvfp4_activations = activations};
+  const BackendSelection sel{.kind = devices.empty() ? BackendKind::kCpu : BackendKind::kCuda,
+                             .device = devices.empty() ? 0 : devices.front(),
+                             .threads = threads_per_rank,
+                             .nvfp4_activations = activations};
   const KvCacheConfig kv_config{.block_size = 16, .num_blocks = 256, .dtype = kv_dtype};
   constexpr int64_t kSlots = 8;
   backend = make_backend(sel);
+  weights = std::make_unique<WeightStore>(*backend);
   const ModelWeights full = ModelWeights::bind(artifact, config);
   ModelConfig rank_config = config;
   if (tp > 1) {
-    ranks = std::make_unique<TpRanks>(full, config, TpSetup{.tp = tp, .backend = sel, .kv = kv_config, .state_slots = kSlots});
+    ranks = std::make_unique<TpRanks>(full, config,
+                                      TpSetup{.tp = tp, .backend = sel, .devices = devices, .kv = kv_config,
+                                              .state_slots = kSlots, .state_checkpoints = checkpoints});
     const TpLayout layout = tp_layout(config, 0, tp);
     rank_config = tp_rank_config(config, layout);
-    model = std::make_unique<Model>(rank_config, shard_weights(full, config, layout), *backend, ranks->communicator(0));
+    model = std::make_unique<Model>(rank_config, placed_shard(shard_weights(full, config, layout), *weights, "rank 0"),
+                                    *backend, ranks->communicator(0));
   } else {
-    model = std::make_unique<Model>(config, full, *backend);
+    model = std::make_unique<Model>(config, placed(full, *weights, "model"), *backend);
   }
   kv = std::make_unique<KvCache>(*backend, rank_config, kv_config);
-  state = std::make_unique<LinearStateCache>(*backend, rank_config, kSlots);
+  state = std::make_unique<LinearStateCache>(*backend, rank_config, kSlots, checkpoints);
+  if (ranks) ranks->mirror_state(*state);
   runner = std::make_unique<ModelRunner>(*model, *kv, *state);
   runner->set_ranks(ranks.get());
 }
 
-int32_t TpModel::acquire() {
-  const int32_t slot = state->acquire();
-  if (ranks) ranks->zero_state_slot(slot);
-  return slot;
-}
+int32_t TpModel::acquire() { return state->acquire(); }
 
 void TpModel::release(SeqId id, int32_t slot) {
   kv->release(id);

@@ -115,9 +115,11 @@ TEST(PlanShard, PlanOnlyLiftsTheTpGatesOnlyForTheDryRun) {
                                   "m.ninfer");
   ASSERT_TRUE(plan.options) << plan.message;
   EXPECT_EQ(plan.options->device_memory, uint64_t{16} << 30);
-  auto serve = parse_serve_options({"ninfer-serve", "--backend", "cuda", "--tp", "2"}, "m.ninfer");
+  EXPECT_TRUE(parse_serve_options({"ninfer-serve", "--backend", "cuda", "--tp", "2"}, "m.ninfer").options);
+  EXPECT_TRUE(parse_serve_options({"ninfer-serve", "--plan-only", "--backend", "cuda", "--nnodes", "2"}, "m").options);
+  auto serve = parse_serve_options({"ninfer-serve", "--backend", "cuda", "--nnodes", "2"}, "m.ninfer");
   EXPECT_EQ(serve.exit_code, 2);
-  EXPECT_NE(serve.message.find("--tp with --backend cuda"), std::string::npos);
+  EXPECT_NE(serve.message.find("--nnodes with --backend cuda"), std::string::npos) << serve.message;
   EXPECT_EQ(parse_serve_options({"ninfer-serve", "--plan-config", "c.json"}, "m").exit_code, 2);
   EXPECT_EQ(parse_serve_options({"ninfer-serve", "--device-memory", "lots"}, "m").exit_code, 2);
   EXPECT_EQ(parse_serve_options({"ninfer-serve", "--plan-only", "--plan-quant", "bf16"}, "m").exit_code, 2);

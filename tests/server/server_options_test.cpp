@@ -209,10 +209,11 @@ TEST(ServeOptions, Int8KvAndNvfp4ActivationModes) {
 }
 
 TEST(ServeOptions, UnbuiltFeaturesFailAtStartNamingTheFlag) {
-  ParsedServeOptions r = parse({"--spec", "mtp", "--draft-tokens", "3", "--lm-head-draft", "--tp", "2"});
+  ParsedServeOptions r =
+      parse({"--spec", "mtp", "--draft-tokens", "3", "--lm-head-draft", "--nnodes", "2", "--backend", "cuda"});
   EXPECT_FALSE(r.options);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.message.find("--tp"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("--nnodes with --backend cuda"), std::string::npos) << r.message;
   // MTP speculation and the draft head are built: only the unbuilt flag is named.
   EXPECT_EQ(r.message.find("--spec mtp"), std::string::npos) << r.message;
   EXPECT_EQ(r.message.find("--lm-head-draft"), std::string::npos) << r.message;
@@ -221,7 +222,7 @@ TEST(ServeOptions, UnbuiltFeaturesFailAtStartNamingTheFlag) {
   EXPECT_NE(r.message.find("not built yet"), std::string::npos) << r.message;
 
   // The same flag passes once its gate is flipped.
-  ParsedServeOptions ok = parse({"--tp", "2"}, kAllBuilt);
+  ParsedServeOptions ok = parse({"--nnodes", "2", "--backend", "cuda"}, kAllBuilt);
   ASSERT_TRUE(ok.options) << ok.message;
   EXPECT_EQ(ok.options->tp, 2);
 

@@ -12,20 +12,12 @@
 #include "server/http_server.h"
 #include "server/serve_options.h"
 #include "tests/server/fake_engine.h"
+#include "tests/support/child_process.h"
 
 namespace ninfer::server::testing {
 namespace {
 
-// A port that was free a moment ago: bound by a throwaway server, then released.
-int free_port() {
-  httplib::Server probe;
-  int port = probe.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { probe.listen_after_bind(); });
-  while (!probe.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  probe.stop();
-  t.join();
-  return port;
-}
+using ::ninfer::testing::free_port;
 
 bool wait_health(int port, int want_status) {
   for (int i = 0; i < 500; ++i) {

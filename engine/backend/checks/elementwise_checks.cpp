@@ -47,7 +47,8 @@ void check_rope(const Tensor& x, std::span<const int32_t> positions, int64_t rot
 
 void check_embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids, Device device) {
   check_f32_on("embedding", "y", y, device);
-  check_weight_on("embedding", "table", table, device);
+  // The table may stay in host memory on a device backend (the embedding under tensor parallelism, docs/parallel.md).
+  check_weight_on("embedding", "table", table, table.device == Device::kCpu ? Device::kCpu : device);
   if (table.ndim != 2) fail(ErrorKind::kInvalidArgument, "embedding: table must be [V, H], got {}", table.describe());
   check_dims("embedding", "y", y, {static_cast<int64_t>(ids.size()), table.dim(1)});
   const int64_t V = table.dim(0);

@@ -71,6 +71,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
   if (sync_every_op_) spdlog::warn("cuda backend: synchronizing after every op (NINFER_CUDA_SYNC)");
 }
 
+void CudaBackend::bind_thread() { NINFER_CUDA_CHECK(cudaSetDevice(device_)); }
+
 CudaBackend::~CudaBackend() {
   if (stream_) {
     (void)cudaStreamSynchronize(stream_);

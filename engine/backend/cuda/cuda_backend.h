@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/device_arena.h"
@@ -23,6 +24,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override;
   Device device() const override { return Device::kCuda; }
+  void bind_thread() override;
   int device_index() const { return device_; }
   int compute_capability() const { return cc_major_ * 10 + cc_minor_; }  // 70 = V100, 90 = H100/H200
   cudaStream_t stream() const { return stream_; }
@@ -80,6 +82,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<DeviceArena> arena_;
   HostStaging staging_;
   std::map<std::string, Buffer, std::less<>> workspaces_;
+  std::vector<uint8_t> host_rows_;  // embedding rows gathered from a host table
   kern::DeviceFault* fault_host_ = nullptr;    // pinned, mapped
   kern::DeviceFault* fault_device_ = nullptr;  // the same memory as the kernels see it
   void raise_fault();                          // throws the recorded fault, if any, and clears it

@@ -1,10 +1,13 @@
 // The CUDA backend's row-wise and elementwise ops, embedding and row gather (kernels/elementwise/).
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
+
+#include <cstring>
 
 #include "engine/backend/checks/elementwise_checks.h"
 #include "engine/backend/cuda/cuda_backend.h"
@@ -119,7 +122,27 @@ void gather(CudaBackend& be, const char* op, const Tensor& y, const Tensor& src,
 
 void CudaBackend::embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) {
   check_embedding(y, table, ids, Device::kCuda);
-  gather(*this, "embedding", y, table, ids);
+  if (table.device == Device::kCuda) return gather(*this, "embedding", y, table, ids);
+  // A host-resident table (the embedding under tensor parallelism): the T rows asked for are gathered on the host,
+  // uploaded in the table's dtype, and widened to f32 by the same gather kernel over rows 0..T−1.
+  if (ids.empty()) return;
+  if (table.dtype == DType::kNVFP4 || !table.rows_uniform())
+    fail(ErrorKind::kInvalidArgument, "embedding: a host table must have plain rows, got {}", table.describe());
+  const int64_t T = static_cast<int64_t>(ids.size()), H = table.dim(1);
+  const size_t elem = dtype_element_bytes(table.dtype), row_bytes = static_cast<size_t>(H) * elem;
+  host_rows_.resize(static_cast<size_t>(T) * row_bytes);
+  const auto* base = static_cast<const uint8_t*>(table.data);
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(host_rows_.data() + static_cast<size_t>(t) * row_bytes,
+                base + static_cast<size_t>(ids[static_cast<size_t>(t)]) * static_cast<size_t>(table.row_stride()) * elem,
+                row_bytes);
+  void* rows = workspace("embedding.host_rows", host_rows_.size());
+  copy(Tensor::make(rows, table.dtype, {T, H}, Device::kCuda),
+       Tensor::make(host_rows_.data(), table.dtype, {T, H}, Device::kCpu));
+  std::vector<int32_t> iota(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) iota[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  // (A copy from pageable memory returns once the bytes are staged, so host_rows_ may be reused by the next call.)
+  gather(*this, "embedding", y, Tensor::make(rows, table.dtype, {T, H}, Device::kCuda), iota);
 }
 
 void CudaBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) {

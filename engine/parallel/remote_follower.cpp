@@ -1,0 +1,54 @@
+#include "engine/parallel/remote_follower.h"
+
+#include <spdlog/spdlog.h>
+
+#include "engine/core/error.h"
+#include "engine/model/model_weights.h"
+#include "engine/parallel/rank_replica.h"
+#include "engine/parallel/remote_ranks.h"
+#include "engine/parallel/step_message.h"
+
+namespace ninfer {
+
+void run_tp_follower(const Artifact& artifact, const ModelConfig& config, GlooGroup& group, BackendSelection backend,
+                     std::chrono::milliseconds ready_timeout) {
+  const int rank = group.rank();
+  std::vector<char> bytes;
+  group.broadcast_bytes(bytes, 0, ready_timeout);
+  const GroupSetup setup = decode_setup(bytes);
+  const GroupSetup mine = group_setup(TpSetup{.tp = group.size()}, artifact, config);
+  if (setup.tp != group.size() || setup.artifact_bytes != mine.artifact_bytes || setup.hidden_size != mine.hidden_size ||
+      setup.num_layers != mine.num_layers || setup.vocab_size != mine.vocab_size)
+    fail(ErrorKind::kInvalidArgument,
+         "tensor parallel rank {}: rank 0 serves another model ({} bytes, hidden {}, {} layers, vocab {}, tp {}) than "
+         "this node's '{}' ({} bytes, hidden {}, {} layers, vocab {}, {} ranks); give every node the same artifact",
+         rank, setup.artifact_bytes, setup.hidden_size, setup.num_layers, setup.vocab_size, setup.tp, artifact.path(),
+         mine.artifact_bytes, mine.hidden_size, mine.num_layers, mine.vocab_size, group.size());
+  backend.nvfp4_activations = static_cast<Nvfp4Activations>(setup.nvfp4_activations);
+  const TpSetup tp{.tp = setup.tp,
+                   .backend = backend,
+                   .kv = KvCacheConfig{.block_size = setup.kv_block_size,
+                                       .num_blocks = setup.kv_blocks,
+                                       .dtype = static_cast<DType>(setup.kv_dtype)},
+                   .state_slots = setup.state_slots,
+                   .state_checkpoints = setup.state_checkpoints,
+                   .state_extra_rows = setup.state_extra_rows};
+  RankReplica replica(ModelWeights::bind(artifact, config), config, rank, tp, make_backend(backend), group.communicator());
+  group.barrier(ready_timeout);
+  spdlog::info("tensor parallel rank {}/{}: ready, following rank 0", rank, group.size());
+  uint64_t steps = 0;
+  for (;;) {
+    // Rank 0 may stay idle for as long as nobody sends a request: this wait has no useful bound. Rank 0's process
+    // ending closes its connections, which ends the wait at once.
+    group.broadcast_bytes(bytes, 0, std::chrono::hours(24 * 365));
+    const StepMessage message = decode_step(bytes);
+    for (const StateOp& op : message.state_ops) replica.apply(op);
+    if (message.kind == StepMessage::Kind::kStop) break;
+    if (message.kind == StepMessage::Kind::kPing) continue;
+    replica.forward(message.batch());
+    ++steps;
+  }
+  spdlog::info("tensor parallel rank {}/{}: rank 0 said stop after {} steps", rank, group.size(), steps);
+}
+
+}  // namespace ninfer

@@ -1,0 +1,88 @@
+// The messages rank 0 sends follower processes (engine/parallel/step_message.h): every field survives the bytes, and
+// bytes that are not a message are refused with what is wrong.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/parallel/step_message.h"
+
+namespace ninfer {
+namespace {
+
+StepMessage sample() {
+  static const std::vector<int32_t> tokens{5, 9, 11}, positions{7, 8, 0}, q_start{0, 2, 3}, seq_len{9, 1},
+      slots{1, 0}, table{3, 4, 0, 6, 0, 0}, kv{50, 51, 96}, rows{1, 2}, checkpoints{-1, 4, -1};
+  const ForwardBatch b{.tokens = tokens,
+                       .positions = positions,
+                       .q_start = q_start,
+                       .seq_len = seq_len,
+                       .state_slot = slots,
+                       .block_table = table,
+                       .max_blocks = 3,
+                       .kv_slots = kv,
+                       .logit_rows = rows,
+                       .checkpoint_slot = checkpoints};
+  return StepMessage::forward(b, {{StateOp::Kind::kZero, 2, 0}, {StateOp::Kind::kCopy, 7, 1}});
+}
+
+std::string error_of(const std::vector<char>& bytes) {
+  try {
+    decode_step(bytes);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCorrupt);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StepMessage, AForwardStepSurvivesItsBytes) {
+  const StepMessage m = sample();
+  const StepMessage d = decode_step(encode_step(m));
+  EXPECT_EQ(d.kind, StepMessage::Kind::kForward);
+  EXPECT_EQ(d.state_ops, m.state_ops);
+  const ForwardBatch a = m.batch(), b = d.batch();
+  EXPECT_EQ(b.max_blocks, 3);
+  for (auto [x, y] : {std::pair{a.tokens, b.tokens}, {a.positions, b.positions}, {a.q_start, b.q_start},
+                      {a.seq_len, b.seq_len}, {a.state_slot, b.state_slot}, {a.block_table, b.block_table},
+                      {a.kv_slots, b.kv_slots}, {a.logit_rows, b.logit_rows}, {a.checkpoint_slot, b.checkpoint_slot}})
+    EXPECT_EQ(std::vector<int32_t>(x.begin(), x.end()), std::vector<int32_t>(y.begin(), y.end()));
+}
+
+TEST(StepMessage, StopAndEmptyCheckpointsSurvive) {
+  StepMessage stop = StepMessage::stop();
+  stop.state_ops.push_back({StateOp::Kind::kCopy, 1, 2});
+  const StepMessage d = decode_step(encode_step(stop));
+  EXPECT_EQ(d.kind, StepMessage::Kind::kStop);
+  EXPECT_EQ(d.state_ops, stop.state_ops);
+  const StepMessage plain = StepMessage::forward(ForwardBatch{}, {});
+  EXPECT_TRUE(decode_step(encode_step(plain)).batch().checkpoint_slot.empty());
+}
+
+TEST(StepMessage, BytesThatAreNotAMessageAreRefused) {
+  std::vector<char> bytes = encode_step(sample());
+  EXPECT_NE(error_of({bytes.begin(), bytes.begin() + 20}).find("bytes at offset"), std::string::npos);
+  std::vector<char> longer = bytes;
+  longer.push_back(0);
+  EXPECT_NE(error_of(longer).find("1 trailing bytes"), std::string::npos);
+  std::vector<char> magic = bytes;
+  magic[0] = 'X';
+  EXPECT_NE(error_of(magic).find("magic"), std::string::npos);
+  std::vector<char> version = bytes;
+  version[4] = 9;
+  EXPECT_NE(error_of(version).find("version 9"), std::string::npos);
+  for (size_t cut = 0; cut < bytes.size(); ++cut) EXPECT_FALSE(error_of({bytes.begin(), bytes.begin() + cut}).empty());
+}
+
+TEST(GroupSetup, SurvivesItsBytes) {
+  const GroupSetup g{.tp = 2, .kv_block_size = 16, .kv_blocks = 4096, .kv_dtype = 3, .state_slots = 4,
+                     .state_checkpoints = 3, .state_extra_rows = 9, .nvfp4_activations = 1, .artifact_bytes = 123456789,
+                     .hidden_size = 5120, .num_layers = 64, .vocab_size = 248320};
+  EXPECT_EQ(decode_setup(encode_setup(g)), g);
+  std::vector<char> bytes = encode_setup(g);
+  bytes.pop_back();
+  EXPECT_THROW(decode_setup(bytes), Error);
+}
+
+}  // namespace
+}  // namespace ninfer
