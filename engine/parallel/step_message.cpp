@@ -21,6 +21,7 @@ class Writer {
   }
   void put_array(const std::vector<int32_t>& v) {
     put<uint32_t>(static_cast<uint32_t>(v.size()));
+    if (v.empty()) return;
     const char* p = reinterpret_cast<const char*>(v.data());
     out.insert(out.end(), p, p + v.size() * sizeof(int32_t));
   }
@@ -42,7 +43,7 @@ class Reader {
     const uint32_t n = get<uint32_t>(what);
     need(static_cast<size_t>(n) * sizeof(int32_t), what);
     std::vector<int32_t> v(n);
-    std::memcpy(v.data(), bytes_.data() + at_, v.size() * sizeof(int32_t));
+    if (n > 0) std::memcpy(v.data(), bytes_.data() + at_, v.size() * sizeof(int32_t));
     at_ += v.size() * sizeof(int32_t);
     return v;
   }

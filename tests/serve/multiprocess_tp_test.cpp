@@ -97,7 +97,9 @@ TEST(MultiProcessTp, TwoProcessesAnswerAsOneProcessDoes) {
       EXPECT_EQ(got[i]["choices"][0]["message"], want[i]["choices"][0]["message"]) << "chat " << i;
       EXPECT_EQ(got[i]["usage"], want[i]["usage"]) << "chat " << i;
     }
-    if (extra.empty()) EXPECT_GT(got[2]["usage"]["prompt_tokens_details"]["cached_tokens"], 0);  // prefix reuse
+    if (extra.empty()) {
+      EXPECT_GT(got[2]["usage"]["prompt_tokens_details"]["cached_tokens"], 0);  // prefix reuse
+    }
     kill(leader.guard.pid, SIGTERM);
     EXPECT_EQ(exit_code(leader, std::chrono::seconds(30)), 0) << testing::read_file(leader.log);
     EXPECT_EQ(exit_code(follower, std::chrono::seconds(30)), 0) << testing::read_file(follower.log);  // told to stop
