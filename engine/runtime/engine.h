@@ -41,10 +41,10 @@ struct EngineOptions {
   int device = 0;                   // CUDA device index (rank 0's under TP)
   std::vector<int> devices = {};    // CUDA under TP: one device per rank (empty: device, device + 1, …)
   int threads = 0;                  // CPU backend threads, 0 = all cores (under TP: shared out over the ranks)
-  // Tensor-parallel ranks (docs/parallel.md). > 1 runs that many CPU ranks as threads of this process, each with its
-  // share of the threads, its own KV cache / GDN state / scratch, driven in lockstep by the one scheduler; rank 0's
-  // GDN state operations (checkpoints, prefix snapshots) are mirrored on every rank. A drafter runs on rank 0 over
-  // the full weights. CPU backend only for now (NCCL TP is not built yet).
+  // Tensor-parallel ranks (docs/parallel.md). > 1 runs that many ranks as threads of this process (CPU ranks with a
+  // share of the threads each; CUDA ranks on `devices`, over NCCL), each with its own KV cache / GDN state / scratch,
+  // driven in lockstep by the one scheduler; rank 0's GDN state operations (checkpoints, prefix snapshots) are
+  // mirrored on every rank. A drafter runs on rank 0 over the full weights.
   int tp = 1;
   // Multi-process TP (ninfer-serve --nnodes): the group this process is rank 0 of (one rank per process, its size is
   // `tp`); the other ranks are follower processes (run_tp_follower) that this engine drives step by step. nullptr =
