@@ -130,9 +130,7 @@ TEST(DefaultModel, ARepeatedChatReusesItsPrefixUnlessTurnedOff) {
     kill(guard.pid, SIGTERM);
     waitpid(guard.pid, nullptr, 0);
     guard.pid = -1;
-    std::ifstream in(jsonl);
-    std::vector<nlohmann::json> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    const std::vector<nlohmann::json> lines = testing::read_jsonl(jsonl);
     ASSERT_EQ(lines.size(), 2u);
     EXPECT_EQ(lines[1]["cached_tokens"], cached);
     EXPECT_EQ(lines[1]["settings"]["prefix_reuse"], reuse);
@@ -213,9 +211,7 @@ TEST(DefaultModel, AFailedEngineStepEndsItsRequestAndServingGoesOn) {
   waitpid(guard.pid, &status, 0);
   guard.pid = -1;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  std::ifstream in(jsonl);
-  std::vector<nlohmann::json> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> lines = testing::read_jsonl(jsonl);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0]["stop_reason"], "error");
   EXPECT_EQ(lines[1]["stop_reason"], "output_limit");

@@ -17,6 +17,7 @@
 
 #include "server/http_server.h"
 #include "tests/server/fake_engine.h"
+#include "tests/support/test_files.h"
 
 namespace ninfer::server::testing {
 
@@ -166,10 +167,7 @@ class ServerTest : public ::testing::Test {
 
   std::vector<json> log_lines() const {
     server_->flush_log();
-    std::ifstream in(log_path_);
-    std::vector<json> lines;
-    for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
-    return lines;
+    return ::ninfer::testing::read_jsonl(log_path_);
   }
 
   // Polls `cond` every 5 ms for up to `timeout`.

@@ -13,6 +13,7 @@
 #include "server/serve_options.h"
 #include "tests/server/fake_engine.h"
 #include "tests/support/child_process.h"
+#include "tests/support/test_files.h"
 
 namespace ninfer::server::testing {
 namespace {
@@ -102,10 +103,7 @@ bool wait_active(const FakeEngine& engine, int64_t n) {
 }
 
 std::vector<nlohmann::json> jsonl_lines(const std::filesystem::path& path) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
+  return ::ninfer::testing::read_jsonl(path.string());
 }
 
 // SIGTERM while a request is generating: it finishes (200, its whole output, its JSONL line); meanwhile

@@ -35,6 +35,13 @@ std::string read_file(const std::string& utf8_path) {
   return ss.str();
 }
 
+std::vector<nlohmann::json> read_jsonl(const std::string& utf8_path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path_from_utf8(utf8_path));
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
 void write_file(const std::string& utf8_path, const std::string& bytes) {
   std::ofstream out(path_from_utf8(utf8_path), std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

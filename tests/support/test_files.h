@@ -27,6 +27,8 @@ class TempDir {
 };
 
 std::string read_file(const std::string& utf8_path);
+// Every line of a JSONL file, parsed (a line that is not JSON throws); none for a missing file.
+std::vector<nlohmann::json> read_jsonl(const std::string& utf8_path);
 void write_file(const std::string& utf8_path, const std::string& bytes);
 
 using StTensor = SafetensorsEntry;
