@@ -12,6 +12,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/weight_schema.h"
 #include "engine/pack/tensor_plan.h"
+#include "engine/pack/vocab_padding.h"
 
 namespace ninfer {
 
@@ -111,6 +112,10 @@ PackReport pack_artifact(const PackOptions& options) {
     src.extra.push_back(SafetensorsFile::open(f));
     plan_safetensors(src.extra.back(), plan);
   }
+
+  // Padded vocabulary (vocab_size > the tokenizer's ids): the tokenless rows go, before the draft head takes rows.
+  if (auto tok = blobs.find("tokenizer.json"); tok != blobs.end())
+    drop_padded_vocab(tokenizer_id_count(tok->second, source_name), *config, plan, meta, source_name);
 
   if (config->tie_word_embeddings && plan.find("lm_head.weight"))
     spdlog::warn("{}: tie_word_embeddings is true but lm_head.weight is stored; it is kept and used", source_name);
