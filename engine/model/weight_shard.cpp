@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
 
@@ -76,6 +77,19 @@ TpLayout tp_layout(const ModelConfig& c, int rank, int size) {
   range(c.intermediate_size, l.inter0, l.inter);
   range(c.vocab_size, l.vocab0, l.vocab);
   return l;
+}
+
+void log_tp_layouts(const ModelConfig& config, int size) {
+  for (int r = 0; r < size; ++r) {
+    const TpLayout layout = tp_layout(config, r, size);
+    spdlog::info("tensor parallel {}", layout.describe());
+    if (r == 0 && layout.kv_replicated)
+      spdlog::info("tensor parallel: {} KV heads < {} ranks, each rank keeps a replica of the KV head its query heads "
+                   "read", config.num_kv_heads, size);
+    if (r == 0 && layout.gdn_k_replicated)
+      spdlog::info("tensor parallel: {} GDN key heads < {} ranks, each rank keeps a replica of the key head its value "
+                   "heads read", config.linear_num_key_heads, size);
+  }
 }
 
 ModelConfig tp_rank_config(const ModelConfig& c, const TpLayout& l) {

@@ -35,6 +35,8 @@ struct TpLayout {
 
 // Throws Error(kInvalidArgument) naming the head counts when the model's heads cannot be cut over `size` ranks.
 TpLayout tp_layout(const ModelConfig& config, int rank, int size);
+// Logs every rank's layout at start, and whether KV / GDN key heads are replicated rather than split.
+void log_tp_layouts(const ModelConfig& config, int size);
 
 // The config rank `layout.rank` runs its forward, KV cache and GDN state with: its local head counts and
 // intermediate size. vocab_size stays the model's (the forward gathers the full logits row on every rank).

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
+#include "engine/core/failpoint.h"
 
 namespace ninfer {
 
@@ -70,7 +71,7 @@ void RemoteRanks::watch(std::chrono::milliseconds idle_check) {
     try {
       send(StepMessage::ping(), std::chrono::seconds(30));
     } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kIo) lost(e.what());
+      if (e.kind() == ErrorKind::kIo) lost(fmt::format("a follower process was lost: {}", e.what()));
       else spdlog::error("tensor parallel: idle check: {}", e.what());
     }
   }
@@ -82,10 +83,18 @@ void RemoteRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv,
   if (!broken_.empty()) fail(ErrorKind::kIo, "{}", broken_);
   try {
     send(StepMessage::forward(batch, std::move(pending_)), std::chrono::minutes(5));
-    pending_.clear();
-    leader.forward(batch, kv, state, logits, capture);
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kIo) lost(e.what());
+    if (e.kind() == ErrorKind::kIo) lost(fmt::format("a follower process was lost: {}", e.what()));
+    throw;
+  }
+  pending_.clear();
+  // The followers now run this step and wait in its collectives for rank 0: whatever stops rank 0's forward part way
+  // leaves them out of step for good (nothing can bring a follower out of a collective but a closed connection).
+  try {
+    failpoint("tp.leader_forward");
+    leader.forward(batch, kv, state, logits, capture);
+  } catch (const std::exception& e) {
+    lost(fmt::format("rank 0 failed in the middle of a step, so the followers are out of step: {}", e.what()));
     throw;
   }
 }

@@ -39,16 +39,8 @@ std::unique_ptr<CommunicatorGroup> make_group(const TpSetup& setup) {
 
 TpRanks::TpRanks(const ModelWeights& full, const ModelConfig& config, const TpSetup& setup) : group_(make_group(setup)) {
   if (setup.tp < 2) fail(ErrorKind::kInvalidArgument, "tensor parallelism: a group of {} ranks needs no followers", setup.tp);
-  for (int r = 0; r < setup.tp; ++r) {
-    const TpLayout layout = tp_layout(config, r, setup.tp);
-    spdlog::info("tensor parallel {}", layout.describe());
-    if (r == 0 && layout.kv_replicated)
-      spdlog::info("tensor parallel: {} KV heads < {} ranks, each rank keeps a replica of the KV head its query heads "
-                   "read", config.num_kv_heads, setup.tp);
-    if (r == 0 && layout.gdn_k_replicated)
-      spdlog::info("tensor parallel: {} GDN key heads < {} ranks, each rank keeps a replica of the key head its value "
-                   "heads read", config.linear_num_key_heads, setup.tp);
-    if (r == 0) continue;
+  log_tp_layouts(config, setup.tp);
+  for (int r = 1; r < setup.tp; ++r) {
     auto f = std::make_unique<Follower>();
     BackendSelection selection = setup.backend;
     if (selection.kind == BackendKind::kCuda) selection.device = setup.devices[static_cast<size_t>(r)];

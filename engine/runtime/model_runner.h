@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
-#include "engine/parallel/tp_ranks.h"
+#include "engine/parallel/tp_followers.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
 

@@ -125,6 +125,32 @@ TEST(MultiProcessTp, AFollowerThatDiesEndsTheServer) {
   EXPECT_NE(log.find("a follower process was lost"), std::string::npos) << log;
 }
 
+// Rank 0's forward fails after the step went out (failpoint tp.leader_forward on its third step): the followers are
+// left in that step's collectives, so the request gets an error and the whole group ends.
+TEST(MultiProcessTp, ARank0FailureMidStepEndsTheGroup) {
+  testing::TempDir dir;
+  const int master = free_port(), http = free_port();
+  Server leader, follower;
+  leader.log = dir.file("rank0.log");
+  leader.guard.pid = testing::spawn_serve(group_args(0, master, http, {}), leader.log,
+                                          {"NINFER_FAILPOINTS=tp.leader_forward:3"});
+  start(follower, dir, "rank1", group_args(1, master, http, {}));
+  httplib::Client cli("127.0.0.1", http);
+  cli.set_connection_timeout(1, 0);
+  cli.set_read_timeout(60, 0);
+  ASSERT_TRUE(testing::wait_ready(cli, leader.guard.pid)) << testing::read_file(leader.log);
+  const nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", "Count to twenty."}}}},
+                               {"max_tokens", 16},
+                               {"temperature", 0}};
+  auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res) << "no answer: " << testing::read_file(leader.log);
+  EXPECT_GE(res->status, 500) << res->body;
+  EXPECT_EQ(exit_code(leader, std::chrono::seconds(30)), 1);
+  const std::string log = testing::read_file(leader.log);
+  EXPECT_NE(log.find("rank 0 failed in the middle of a step"), std::string::npos) << log;
+  EXPECT_EQ(exit_code(follower, std::chrono::seconds(30)), 1) << testing::read_file(follower.log);
+}
+
 TEST(MultiProcessTp, AFollowerThatNeverComesIsNamed) {
   testing::TempDir dir;
   Server leader;
