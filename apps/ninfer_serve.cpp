@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     eo.devices = opt.devices;  // CUDA TP: one per rank (empty: 0..tp-1)
     eo.threads = opt.threads;
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
+    eo.step_graphs = opt.cuda_graphs;
     eo.greedy = opt.greedy;
     eo.output_ids = ninfer::server::tokenizer_output_ids(tokenizer, config.vocab_size);  // padded rows never produced
     if (opt.spec != ninfer::server::SpecMethod::kNone) {
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
     if (opt.nnodes > 1) {
       eo.join_timeout = std::chrono::seconds(opt.join_timeout_s);
       eo.on_group_lost = [&](const std::string& why) {
-        spdlog::critical("tensor parallel: a follower process was lost ({}); ninfer-serve stops", why);
+        spdlog::critical("tensor parallel: the process group is broken ({}); ninfer-serve stops", why);
         group_lost = true;
         ninfer::server::request_run_server_stop();
       };

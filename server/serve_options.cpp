@@ -122,6 +122,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   std::string kv_dtype = "bf16";
   std::string spec = "none";
   std::string nvfp4_activations = "w4a4";
+  std::string cuda_graphs = "off";
   std::string devices;
   std::string api_keys;
   std::string cors_origins;
@@ -156,6 +157,11 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                  "Activations of NVFP4 layers: w4a4 (quantized to NVFP4 per 16 elements) or w4a16 (kept in f32)")
       ->capture_default_str()
       ->check(CLI::IsMember({"w4a4", "w4a16"}));
+  app.add_option("--cuda-graphs", cuda_graphs,
+                 "Replay decode and verification steps as recorded CUDA graphs (docs/cuda-graphs.md); off until "
+                 "verified on a GPU")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--max-concurrency", o.max_concurrency, "Sequences decoded together")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
@@ -285,6 +291,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                : kv_dtype == "f16"  ? KvDtype::kF16
                                     : KvDtype::kF32;
   o.nvfp4_w4a16 = nvfp4_activations == "w4a16";
+  o.cuda_graphs = cuda_graphs == "on";
   o.spec = spec == "mtp" ? SpecMethod::kMtp : spec == "dflash2" ? SpecMethod::kDflash2 : SpecMethod::kNone;
   if (o.nnodes > 1) {
     if (o.node_rank >= o.nnodes)
@@ -380,6 +387,7 @@ std::string describe(const ServeOptions& o) {
                      o.node_rank, o.master_addr, o.master_port, o.join_timeout_s);
   if (!o.prefix_reuse) s += " --no-prefix-reuse";
   if (o.prefix_snapshots) s += fmt::format(" --prefix-snapshots {}", *o.prefix_snapshots);
+  if (o.cuda_graphs) s += " --cuda-graphs on";
   if (o.verify) s += " --verify";
   if (o.greedy) s += " --greedy";
   s += fmt::format(" --spec {}", spec_method_name(o.spec));

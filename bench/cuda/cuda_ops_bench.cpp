@@ -1,9 +1,11 @@
 // ninfer-bench-cuda: the CUDA backend's ops at the seed model's shapes (Qwen3.5-27B: hidden 5120, MLP 17408, 24 query
 // heads / 4 KV heads of 256 in attention, 16 key / 48 value heads of 128 in Gated DeltaNet), timed through the
 // Backend interface, in GB/s and % of the device-to-device copy bandwidth measured in the same run (bytes read +
-// written), and TFLOP/s for prefill GEMMs. Correctness is the op suite's (tests/cuda); this only times.
+// written), and TFLOP/s for prefill GEMMs; the W4A4 decode linear with both sets of decode kernels side by side
+// (kern::W4a4Gemv). Correctness is the op suite's (tests/cuda); this only times.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -11,10 +13,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/cuda/e2e_bench.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/quant/nvfp4.h"
+
+#if defined(NINFER_WITH_CUDA)
+#include "engine/backend/cuda/nvfp4_quantize.h"
+#endif
 
 using namespace ninfer;
 using Clock = std::chrono::steady_clock;
@@ -72,6 +79,29 @@ struct Pool {
     }
     return upload(b.data(), b.size() * 2, DType::kBF16, {N, K});
   }
+  // A packed NVFP4 entry of random codes and block scales (E4M3 0.25…1.875), weight_scale_2 1e-3, dynamic input
+  // scales: what a kernel reads, without quantizing N·K floats on the host (the lm_head shard is 636 M elements).
+  Tensor nvfp4_random(int64_t N, int64_t K) {
+    const int64_t shape[2] = {N, K};
+    const auto layout = nvfp4_layout(shape);
+    std::vector<uint8_t> packed(layout->total_bytes, 0);
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    auto next = [&] {  // xorshift64*
+      state ^= state >> 12;
+      state ^= state << 25;
+      state ^= state >> 27;
+      return state * 0x2545F4914F6CDD1Dull;
+    };
+    for (size_t i = 0; i + 8 <= static_cast<size_t>(N * K / 2); i += 8) {
+      const uint64_t v = next();
+      std::memcpy(packed.data() + i, &v, 8);
+    }
+    for (uint64_t i = 0; i < static_cast<uint64_t>(N * K / 16); ++i)
+      packed[layout->scales_offset + i] = static_cast<uint8_t>(0x28 + next() % 24);
+    const float trailer[2] = {1e-3f, 0.0f};
+    std::memcpy(packed.data() + layout->tensor_scale_offset, trailer, sizeof(trailer));
+    return upload(packed.data(), packed.size(), DType::kNVFP4, {N, K});
+  }
   Tensor nvfp4(int64_t N, int64_t K) {
     const auto h = random(N * K, 0.05f);
     const int64_t shape[2] = {N, K};
@@ -113,7 +143,16 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "CUDA device");
   app.add_option("--reps", reps, "timed calls per op (mean reported)");
   app.add_option("--context", context, "attention decode context (tokens in the cache)");
-  app.add_option("--only", only, "all | linear | attention | gdn | norm");
+  app.add_option("--only", only, "all | linear | w4a4 | attention | gdn | norm");
+  bench::E2eOptions e2e;
+  bool run_e2e = false;
+  app.add_flag("--e2e", run_e2e,
+               "instead of the ops: the whole forward of a model of --config's shape, weights made on the device, "
+               "prefill and batch-1 decode with step graphs off and on (bench/cuda/e2e_bench.h)");
+  app.add_option("--config", e2e.config, "--e2e: the model's Hugging Face config.json")->capture_default_str();
+  app.add_option("--tp", e2e.tp, "--e2e: time one GPU's shard of a TP group of this size")->capture_default_str();
+  app.add_option("--contexts", e2e.contexts, "--e2e: contexts decode is measured at")->delimiter(',');
+  app.add_option("--decode-steps", e2e.decode_steps, "--e2e: timed decode steps per context")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   std::unique_ptr<Backend> be;
@@ -132,6 +171,7 @@ int main(int argc, char** argv) {
     const double s = time_op(*be, 10, [&] { be->copy(tb, ta); });
     rep.copy_bw = 2.0 * double(n) * 4 / s;
   }
+  if (run_e2e) return bench::run_e2e_bench(e2e, *be, rep.copy_bw);
   fmt::print("backend {}\ndevice-to-device copy: {:.1f} GB/s (bytes read + written)\n\n", be->name(), rep.copy_bw / 1e9);
   fmt::print("{:<28} {:<34} {:>10} {:>9} {:>8} {:>9}\n", "op", "shape", "us", "GB/s", "of copy", "TFLOP/s");
   const bool all = only == "all";
@@ -163,6 +203,25 @@ int main(int argc, char** argv) {
               2.0 * M * H * I);
     }
   }
+#if defined(NINFER_WITH_CUDA)
+  if (all || only == "w4a4") {
+    // The W4A4 decode linear (quantizer + GEMV, as a decode step runs it) with both sets of kernels side by side
+    // (kern::W4a4Gemv: tiled = the default, stream = nvfp4_gemv.cu), at the 27B model's shapes: q/o-like 5120×5120,
+    // gate/up 17408×5120, down 5120×17408, and half of the 248320-row lm_head (a TP2 shard).
+    const std::pair<int64_t, int64_t> shapes[] = {{5120, 5120}, {17408, 5120}, {5120, 17408}, {124160, 5120}};
+    for (auto [N, K] : shapes) {
+      const Tensor w = pool.nvfp4_random(N, K);
+      for (int64_t M : {1, 2, 4, 8}) {
+        Tensor x = pool.f32({M, K}), y = pool.f32({M, N});
+        for (auto [name, gemv] :
+             {std::pair{"tiled", kern::W4a4Gemv::kTiled}, std::pair{"stream", kern::W4a4Gemv::kStream}})
+          rep.row(fmt::format("w4a4 {} M={}", name, M), fmt::format("[{}x{}]·[{}x{}]T", M, K, N, K),
+                  time_op(*be, reps, [&] { cuda::linear_w4a4(*be, y, x, w, false, gemv); }),
+                  double(N) * K * 0.5625 + double(M) * (K + N) * 4, 2.0 * M * N * K);
+      }
+    }
+  }
+#endif
   if (all || only == "norm") {
     for (int64_t T : {1, 2048}) {
       Tensor x = pool.f32({T, 5120}), w = pool.f32({5120}), y = pool.f32({T, 5120});

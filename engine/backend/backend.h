@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/backend/tensor.h"
 
@@ -54,6 +55,16 @@ struct PagedKv {
   int64_t num_seqs() const { return static_cast<int64_t>(q_start.size()) - 1; }
 };
 
+// Ops recorded once and run again as a whole (a CUDA graph: one launch for a whole decode step, docs/cuda-graphs.md).
+class OpGraph {
+ public:
+  virtual ~OpGraph() = default;
+  // Enqueues the recorded ops again, in stream order after everything enqueued before. The host spans named as
+  // inputs when it was recorded are read again now; every other host span an op uploaded keeps the contents it had
+  // then. The previous replay must have completed (a synchronize() since).
+  virtual void replay() = 0;
+};
+
 enum class DeltaRuleAlgo : uint8_t {
   kAuto,       // the backend picks per sequence (CPU: chunked when a sequence brings >= 16 tokens)
   kRecurrent,  // token by token (decode form)
@@ -89,6 +100,21 @@ class Backend {
   // Fills a tensor with zeros (any dtype, any leading strides).
   virtual void zero(const Tensor& t) = 0;
   virtual void synchronize() = 0;
+
+  // ---- op graphs (optional; docs/cuda-graphs.md) ----
+  // Whether begin_graph_capture() works on this backend (CUDA; the CPU backend has no launches to save).
+  virtual bool graphs_supported() const { return false; }
+  // From here to end_graph_capture(), ops on this thread are recorded, not run, and may not allocate, grow a
+  // workspace or synchronize (each throws). `inputs`: host spans the graph reads again at every replay (they must stay
+  // at their addresses while the graph lives); an op's upload inside one of them follows it. Run the same step
+  // eagerly once first, so that every buffer it needs exists.
+  virtual void begin_graph_capture(std::vector<std::span<const int32_t>> inputs);
+  virtual std::unique_ptr<OpGraph> end_graph_capture();
+  // Abandons a capture that failed part way (nothing when none is under way).
+  virtual void abort_graph_capture() {}
+  // Changes whenever memory that a recorded graph may point at was replaced (a workspace grew): graphs recorded
+  // before must not be replayed.
+  virtual uint64_t memory_epoch() const { return 0; }
 
   // ---- dense ----
   // y[M, N] = x[M, K] · w[N, K]ᵀ (+ y when accumulate). x, y f32; w f32/bf16/f16 (an nn.Linear weight), or nvfp4

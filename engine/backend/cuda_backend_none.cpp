@@ -15,9 +15,12 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions&) {
 }
 
 namespace cuda {
-// The op suite's quantizer hook links in every build; it is only reached on a CUDA backend.
-Nvfp4QuantizedRows nvfp4_quantize_rows(Backend&, const Tensor&, float) {
+// The op suite's and the bench's W4A4 hooks link in every build; they are only reached on a CUDA backend.
+Nvfp4QuantizedRows nvfp4_quantize_rows(Backend&, const Tensor&, float, kern::W4a4Gemv) {
   fail(ErrorKind::kUnsupported, "nvfp4_quantize_rows: this ninfer build has no CUDA backend");
+}
+void linear_w4a4(Backend&, const Tensor&, const Tensor&, const Tensor&, bool, kern::W4a4Gemv) {
+  fail(ErrorKind::kUnsupported, "linear_w4a4: this ninfer build has no CUDA backend");
 }
 }  // namespace cuda
 

@@ -2,6 +2,7 @@
 // model's, the drafters'.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -21,13 +22,19 @@ class ScratchBuffers {
     for (int64_t d : shape) n *= d;
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     Buffer& b = buffers_[name];
-    if (b.bytes < bytes) b = backend_.alloc(bytes + bytes / 2);
+    if (b.bytes < bytes) {
+      b = backend_.alloc(bytes + bytes / 2);
+      ++epoch_;
+    }
     return Tensor::make(b.data(), DType::kF32, shape, backend_.device());
   }
+  // Changes whenever a buffer was replaced by a bigger one (op graphs recorded before point at the old one).
+  uint64_t epoch() const { return epoch_; }
 
  private:
   Backend& backend_;
   std::map<std::string, Buffer> buffers_;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace ninfer

@@ -9,7 +9,7 @@ namespace ninfer {
 
 namespace {
 
-void set_shape(Tensor& t, std::initializer_list<int64_t> shape) {
+void set_shape(Tensor& t, std::span<const int64_t> shape) {
   if (shape.size() == 0 || shape.size() > Tensor::kMaxDims)
     fail(ErrorKind::kInvalidArgument, "tensor rank {} not in [1, {}]", shape.size(), Tensor::kMaxDims);
   t.ndim = static_cast<int>(shape.size());
@@ -24,6 +24,10 @@ void set_shape(Tensor& t, std::initializer_list<int64_t> shape) {
 }  // namespace
 
 Tensor Tensor::make(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device) {
+  return make(data, dtype, std::span<const int64_t>(shape.begin(), shape.size()), device);
+}
+
+Tensor Tensor::make(void* data, DType dtype, std::span<const int64_t> shape, Device device) {
   Tensor t;
   t.data = data;
   t.dtype = dtype;
@@ -112,6 +116,14 @@ Tensor Buffer::view(DType dtype, std::initializer_list<int64_t> shape) const {
   const uint64_t need = static_cast<uint64_t>(t.numel()) * dtype_element_bytes(dtype);
   if (need > bytes) fail(ErrorKind::kInvalidArgument, "view {} needs {} bytes, buffer has {}", t.describe(), need, bytes);
   return t;
+}
+
+void Backend::begin_graph_capture(std::vector<std::span<const int32_t>>) {
+  fail(ErrorKind::kUnsupported, "the {} backend does not record op graphs", name());
+}
+
+std::unique_ptr<OpGraph> Backend::end_graph_capture() {
+  fail(ErrorKind::kUnsupported, "the {} backend does not record op graphs", name());
 }
 
 }  // namespace ninfer

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 
 #include "engine/artifact/dtype.h"
@@ -27,6 +28,7 @@ struct Tensor {
 
   // A contiguous row-major view.
   static Tensor make(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device = Device::kCpu);
+  static Tensor make(void* data, DType dtype, std::span<const int64_t> shape, Device device = Device::kCpu);
   // Same storage, explicit strides (elements).
   static Tensor strided(void* data, DType dtype, std::initializer_list<int64_t> shape,
                         std::initializer_list<int64_t> stride, Device device = Device::kCpu);

@@ -1,4 +1,6 @@
 #include "engine/model/model.h"
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 
 #include "engine/core/error.h"
@@ -35,16 +37,53 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
       if (l < 0 || l >= c.num_layers)
         fail(ErrorKind::kInvalidArgument, "forward: feature layer {} outside the model's {} layers", l, c.num_layers);
   }
-  // Column block j of the capture (layer features in spec order, then the final hidden state).
-  auto capture_block = [&](size_t j) {
-    return Tensor::strided(capture.out.data() + static_cast<int64_t>(j) * H, DType::kF32, {T, H}, {W, 1}, Device::kCpu);
+  const FeatureSpec* features = capturing ? capture.spec : nullptr;
+
+  backend_.embedding(scratch_.get("x", {T, H}), w_.embed, batch.tokens);
+  const auto run_body = [&](const ForwardBatch& b) { body(b, kv, state, features); };
+  if (OpGraph* graph = graphs_ ? graphs_->prepare(batch, features, scratch_.epoch(), run_body) : nullptr)
+    graph->replay();
+  else
+    run_body(batch);
+  backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu),
+                scratch_.get("logits", {R, c.vocab_size}));
+  if (capturing)
+    backend_.copy(Tensor::make(capture.out.data(), DType::kF32, {T, W}, Device::kCpu), scratch_.get("features", {T, W}));
+  backend_.synchronize();
+}
+
+void Model::enable_step_graphs(bool on) {
+  graphs_.reset();
+  if (!on) return;
+  if (!backend_.graphs_supported()) {
+    spdlog::info("step graphs: off, the {} backend does not record op graphs", backend_.name());
+    return;
+  }
+  if (comm_.size() > 1) {
+    // Every rank would have to make the same recording decisions at the same step (a rank recording while another
+    // replays would wait in a collective's host-side exchange): not built yet (docs/cuda-graphs.md).
+    spdlog::info("step graphs: off under tensor parallelism (not built yet)");
+    return;
+  }
+  graphs_ = std::make_unique<StepGraphs>(backend_);
+}
+
+void Model::body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const FeatureSpec* features) {
+  const ModelConfig& c = config_;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
+  const int64_t H = c.hidden_size;
+  const int64_t W = features != nullptr ? features->width(H) : 0;
+  Tensor feats = features != nullptr ? scratch_.get("features", {T, W}) : Tensor{};
+  // Column block j of the features (layer features in spec order, then the final hidden state).
+  auto feature_block = [&](size_t j) {
+    return Tensor::strided(static_cast<float*>(feats.data) + static_cast<int64_t>(j) * H, DType::kF32, {T, H}, {W, 1},
+                           feats.device);
   };
 
-  Tensor x = scratch_.get("x", {T, c.hidden_size});
-  Tensor h = scratch_.get("h", {T, c.hidden_size});
-  Tensor mix = scratch_.get("mix", {T, c.hidden_size});
-  backend_.embedding(x, w_.embed, batch.tokens);
-
+  Tensor x = scratch_.get("x", {T, H});
+  Tensor h = scratch_.get("h", {T, H});
+  Tensor mix = scratch_.get("mix", {T, H});
   int64_t attn_layer = 0, gdn_layer = 0, layer = 0;
   for (const LayerWeights& lw : w_.layers) {
     backend_.rms_norm(h, x, lw.input_norm, c.rms_norm_eps, norm_offset_);
@@ -55,16 +94,16 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
     comm_.all_reduce_sum(mix, backend_);  // down_proj is row-parallel: the ranks' partial sums
     backend_.add(x, x, mix);
-    if (capturing)
-      for (size_t j = 0; j < capture.spec->layers.size(); ++j)
-        if (capture.spec->layers[j] == layer) backend_.copy(capture_block(j), x);
+    if (features != nullptr)
+      for (size_t j = 0; j < features->layers.size(); ++j)
+        if (features->layers[j] == layer) backend_.copy(feature_block(j), x);
     ++layer;
   }
 
-  Tensor sel = scratch_.get("sel", {R, c.hidden_size});
-  if (capturing && capture.spec->final_hidden) {  // every row through the final norm, the logit rows gathered after
+  Tensor sel = scratch_.get("sel", {R, H});
+  if (features != nullptr && features->final_hidden) {  // every row through the final norm, the logit rows gathered after
     backend_.rms_norm(h, x, w_.final_norm, c.rms_norm_eps, norm_offset_);
-    backend_.copy(capture_block(capture.spec->layers.size()), h);
+    backend_.copy(feature_block(features->layers.size()), h);
     backend_.gather_rows(sel, h, batch.logit_rows);
   } else {
     backend_.gather_rows(sel, x, batch.logit_rows);
@@ -78,8 +117,6 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     backend_.linear(part, sel, w_.lm_head);
     comm_.all_gather(out, part, backend_);
   }
-  backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), out);
-  backend_.synchronize();
 }
 
 void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Tensor& h, const Tensor& out,

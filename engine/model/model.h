@@ -1,6 +1,7 @@
 // Owns the Qwen3.5 hybrid / Qwen3 dense forward pass, written once against the Backend op interface.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "engine/model/forward_batch.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "engine/model/step_graphs.h"
 #include "engine/parallel/communicator.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
@@ -29,11 +31,21 @@ class Model {
   void forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
                const FeatureCapture& capture = {});
 
+  // Op graphs for decode and verification steps (docs/cuda-graphs.md): on a backend that records them, with
+  // collectives that may be recorded; otherwise the forward stays eager and the log says why. Off by default.
+  void enable_step_graphs(bool on);
+  // nullptr while step graphs are off.
+  const StepGraphStats* step_graph_stats() const { return graphs_ ? &graphs_->stats() : nullptr; }
+
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
   Communicator& communicator() { return comm_; }
 
  private:
+  // Every op after the embedding (which has read batch.tokens into the "x" scratch): the layers, the final norm
+  // and the lm_head, leaving the logit rows in the "logits" scratch and, with `features`, every row's features in
+  // the "features" scratch. Reads the batch's index spans only: the part of a step an op graph records.
+  void body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const FeatureSpec* features);
   void attention_block(const LayerWeights& w, int64_t attn_layer, const Tensor& h, const Tensor& out,
                        const ForwardBatch& batch, KvCache& kv);
   void delta_net_block(const LayerWeights& w, int64_t gdn_layer, const Tensor& h, const Tensor& out,
@@ -45,6 +57,7 @@ class Model {
   Communicator& comm_;
   float norm_offset_;  // 1 for Qwen3.5's zero-centred (1 + w) RMSNorm, 0 for Qwen3's plain w
   ScratchBuffers scratch_;  // a reusable activation buffer per name, grown on demand
+  std::unique_ptr<StepGraphs> graphs_;  // null: every step runs eagerly
 };
 
 }  // namespace ninfer

@@ -13,17 +13,8 @@ Tensor tensor_view(const Artifact& artifact, const TensorInfo& info) {
   if (info.shape.empty() || info.shape.size() > static_cast<size_t>(Tensor::kMaxDims))
     fail(ErrorKind::kUnsupported, "{}: tensor '{}' has rank {}; the engine takes ranks 1 to {}", artifact.path(),
          info.name, info.shape.size(), Tensor::kMaxDims);
-  Tensor t;
-  t.data = const_cast<std::byte*>(artifact.data(info).data());  // weights are read-only by contract
-  t.dtype = info.dtype;
-  t.ndim = static_cast<int>(info.shape.size());
-  int64_t s = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    t.shape[static_cast<size_t>(d)] = info.shape[static_cast<size_t>(d)];
-    t.stride[static_cast<size_t>(d)] = s;
-    s *= info.shape[static_cast<size_t>(d)];
-  }
-  return t;
+  // Weights are read-only by contract.
+  return Tensor::make(const_cast<std::byte*>(artifact.data(info).data()), info.dtype, info.shape);
 }
 
 namespace {
@@ -46,15 +37,20 @@ void check_nvfp4_projection(const Artifact& a, const TensorInfo& info) {
 }  // namespace
 
 ModelWeights ModelWeights::bind(const Artifact& a, const ModelConfig& c) {
-  auto get = [&](const std::string& name) {
+  const auto get = [&](const std::string& name) {
     const TensorInfo& info = a.require(name);
     if (info.dtype == DType::kNVFP4) check_nvfp4_projection(a, info);
     return tensor_view(a, info);
   };
+  return bind(get, a.find("lm_head.weight") != nullptr, c);
+}
+
+ModelWeights ModelWeights::bind(const std::function<Tensor(const std::string&)>& get, bool untied_lm_head,
+                                const ModelConfig& c) {
   ModelWeights w;
   w.embed = get("model.embed_tokens.weight");
   w.final_norm = get("model.norm.weight");
-  w.lm_head = a.find("lm_head.weight") ? get("lm_head.weight") : w.embed;
+  w.lm_head = untied_lm_head ? get("lm_head.weight") : w.embed;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = fmt::format("model.layers.{}.", l);
     LayerWeights lw;

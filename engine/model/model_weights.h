@@ -1,7 +1,9 @@
 // Owns the binding of artifact tensors to the per-layer weight views the forward reads (zero-copy).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/artifact/artifact.h"
@@ -51,6 +53,10 @@ struct ModelWeights {
 
   // Views into `artifact`'s mapping; the artifact must outlive the weights. Call after load_model_config().
   static ModelWeights bind(const Artifact& artifact, const ModelConfig& config);
+  // The same binding over any source of tensors by their checkpoint names (e.g. a benchmark's device-made weights);
+  // `untied_lm_head`: an lm_head.weight exists, else the embedding is the lm_head.
+  static ModelWeights bind(const std::function<Tensor(const std::string&)>& get, bool untied_lm_head,
+                           const ModelConfig& config);
 };
 
 // Every tensor of the weights, for placing them on a device backend (engine/backend/weight_store.h placed()).

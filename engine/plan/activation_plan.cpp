@@ -100,22 +100,35 @@ ActivationPlan plan_activations(const ActivationInput& in) {
   }
   b.scratch("mlp_gate", {T, c.intermediate_size});
   b.scratch("mlp_up", {T, c.intermediate_size});
-  // attention's split-K partials (engine/backend/cuda/cuda_attention.cpp): a step is split only while its tiles ×
-  // KV heads are fewer than one wave of CTAs, so slots × n_kv < 2 · wave and the workspace stays below
-  // 2 · wave · m · (head_dim_padded + 2) floats, with m ≤ 16 query vectors per tile. The wave (resident CTAs × SMs)
-  // is the device's; the plan takes kPlanAttentionWave = 2048 (e.g. 16 × 128 SMs). One workspace serves the target's
-  // and the drafters' attention (same name), so the widest head counts.
+  // attention's work plan and split-K partials (kernels/attention/attention_plan.h): a step is split only while its
+  // tiles × KV heads are fewer than one wave of CTAs, so slots × n_kv < 2 · wave and the partials stay below
+  // 2 · wave · m · (head_dim_padded + 2) floats, with m ≤ 16 query vectors per tile; the plan holds at most
+  // tiles + wave + 1 items of 8 int32 and a combine entry of 5 per tile, tiles ≤ sequences + T · (query heads per
+  // KV head). The wave (resident CTAs × SMs) is the device's; the plan takes kPlanAttentionWave = 2048 (e.g. 16 × 128
+  // SMs). One workspace serves the target's and the drafters' attention (same name), so the widest head counts.
   {
     int64_t hd = c.num_full_attention_layers() > 0 || in.mtp ? c.head_dim : 0;
-    if (in.dflash2) hd = std::max(hd, in.dflash2->head_dim);
+    int64_t group = c.num_full_attention_layers() > 0 || in.mtp ? c.num_heads / std::max<int64_t>(1, c.num_kv_heads) : 0;
+    if (in.dflash2) {
+      hd = std::max(hd, in.dflash2->head_dim);
+      group = std::max(group, in.dflash2->num_heads / std::max<int64_t>(1, in.dflash2->num_kv_heads));
+    }
     if (hd > 0) {
       constexpr uint64_t kPlanAttentionWave = 2048, kMaxTileVectors = 16;
       const uint64_t padded = hd <= 128 ? 128 : hd <= 256 ? 256 : 512;
-      b.workspace("attention_partials", 2 * kPlanAttentionWave * kMaxTileVectors * (padded + 2) * kF32);
+      b.workspace("attention.partials", 2 * kPlanAttentionWave * kMaxTileVectors * (padded + 2) * kF32);
+      const auto tiles = static_cast<uint64_t>(S + T * group);
+      b.workspace("attention.plan", ((tiles + kPlanAttentionWave + 1) * 8 + tiles * 5 + 4) * sizeof(int32_t));
     }
   }
   b.scratch("sel", {R, H});
   b.scratch("logits", {R, c.vocab_size});
+  // The target's features a drafter reads, staged on the device before their copy to the host: MTP one row of H,
+  // DFlash2 one per target layer it reads (rank 0 only; the plan counts them on every rank, a small overcount).
+  if (in.mtp || in.dflash2) {
+    const int64_t width = std::max<int64_t>(in.mtp ? H : 0, in.dflash2 ? in.dflash2->feature_size() : 0);
+    b.scratch("features", {T, width});
+  }
   if (in.tp > 1) b.scratch("logits_part", {R, in.vocab_share});
   if (in.w4a4 && in.nvfp4_max_k > 0)
     b.workspace("linear.nvfp4_act", static_cast<uint64_t>(T * nvfp4_act_row_bytes(in.nvfp4_max_k)));

@@ -102,7 +102,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
       if (group->size() != tp || group->rank() != 0)
         fail(ErrorKind::kInvalidArgument, "engine options: tp {} driven by rank {} of a process group of {}", tp,
              group->rank(), group->size());
-      for (int r = 0; r < tp; ++r) spdlog::info("tensor parallel {}", tp_layout(config_, r, tp).describe());
+      log_tp_layouts(config_, tp);
       tp_ = std::make_unique<RemoteRanks>(*group, group_setup(setup, artifact, config_), options_.join_timeout,
                                           options_.on_group_lost);
       spdlog::info("tensor parallelism: {} CPU ranks, one per process; this one of {} threads", tp, selection.threads);
@@ -120,6 +120,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   } else {
     model_ = std::make_unique<Model>(config_, placed(ModelWeights::bind(artifact, config_), *weights_, "model"), *backend_);
   }
+  model_->enable_step_graphs(options_.step_graphs);
   if (weights_->on_device())
     spdlog::info("weights uploaded to the device: {:.1f} MiB in {:.2f} s", double(weights_->device_bytes()) / (1 << 20),
                  seconds(upload_start, Clock::now()));
@@ -536,6 +537,7 @@ void Engine::publish_stats() {
   stats_.kv_blocks_used = scheduler_->committed_blocks();
   stats_.kv_blocks_allocated = runner_->kv().used_blocks();
   stats_.spec = spec_totals_;
+  if (const StepGraphStats* g = model_->step_graph_stats()) stats_.step_graphs = *g;
 }
 
 }  // namespace ninfer

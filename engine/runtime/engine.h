@@ -55,6 +55,9 @@ struct EngineOptions {
   // later step fails at once): the app ends the server.
   std::function<void(const std::string& why)> on_group_lost = nullptr;
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
+  // Decode and verification steps of the target model replayed as recorded op graphs (CUDA graphs,
+  // docs/cuda-graphs.md), on a backend that records them, at TP1. Off until verified on a GPU.
+  bool step_graphs = false;
   bool greedy = false;              // engine-wide greedy override
   size_t max_waiting = 1024;        // queued requests beyond this are refused (kQueueFull)
   // Speculative decoding (docs/speculative.md): empty = none. Built once the backend exists; every decoding
@@ -91,6 +94,7 @@ struct EngineStats {
   int64_t kv_blocks_total = 0;
   SpecStats spec;               // speculative decoding totals since the engine started (all zero without a drafter)
   PrefixCacheStats prefix;      // all zero without prefix reuse
+  StepGraphStats step_graphs;   // rank 0's op graphs (all zero with step_graphs off or unsupported)
 };
 
 class Engine {

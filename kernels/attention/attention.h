@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/attention/attention_plan.h"
 #include "kernels/common/kview.h"
 
 namespace ninfer::kern {
@@ -35,8 +36,7 @@ struct AttnConfig {
   int head_dim_padded() const { return 128 * nc; }
 };
 constexpr int kAttnMaxHeadDim = 512;
-constexpr int kAttnKeyGroup = 8;  // keys a warp scores at once; split ranges are multiples of kAttnSplitAlign
-constexpr int kAttnSplitAlign = 64;
+constexpr int kAttnKeyGroup = 8;  // keys a warp scores at once (kAttnSplitAlign is a multiple)
 
 // The configuration for a launch whose largest sequence has `max_vectors` query vectors (new rows · G): decode-like
 // batches put the 4 warps on the keys of one small tile, prefill puts them on 4 groups of query vectors.
@@ -60,13 +60,6 @@ inline AttnConfig attention_config(int64_t head_dim, int64_t max_vectors) {
   return c;
 }
 
-// Work item of the attention kernel (kAttnItemInts int32 each): sequence s, its first query vector v0 and count nv
-// (≤ m), the key range [kb, ke), part (−1: write `out` directly; else the partial slot this split writes, see
-// below), pos0 = the position of the sequence's first new row (seq_len − n_new), row0 = q_start[s].
-constexpr int kAttnItemInts = 8;
-// Combine entry (kAttnCombineInts int32 each): a tile split over ns items whose partial slots are part0 …
-// part0 + ns − 1: v0, nv, part0, ns, row0.
-constexpr int kAttnCombineInts = 5;
 // Partials (the split-K workspace): for slot p, kv head h and tile vector i, index x = (p · n_kv + h) · m + i holds
 // the unnormalized output o[x · head_dim_padded ..] and (running max, sum) ml[2x], ml[2x + 1].
 inline int64_t attention_partial_floats(int64_t slots, int64_t n_kv, const AttnConfig& c) {
@@ -80,13 +73,26 @@ struct AttentionArgs {
   int32_t max_blocks = 0;
   int32_t n_heads = 0, n_kv = 0, head_dim = 0;
   float scale = 1.0f;
-  I32Span items;    // n_items · kAttnItemInts
-  I32Span combine;  // n_combine · kAttnCombineInts (empty when nothing is split)
-  int64_t n_items = 0, n_combine = 0, n_slots = 0;
-  float* partial = nullptr;  // attention_partial_floats(n_slots, n_kv, config) floats
   AttnConfig config;
+  // The plan (attention_plan.h), written on the device by paged_attention() from q_start / seq_len (device [S + 1] /
+  // [S]) into `plan_ws` (attention_plan_ints(bounds) int32): the launches are sized by `bounds` (from the step's
+  // shape alone), and CTAs past the planned counts return at once.
+  I32Span q_start, seq_len;
+  AttnPlanShape plan;
+  AttnPlanCounts bounds;
+  int32_t* plan_ws = nullptr;
+  float* partial = nullptr;  // attention_partial_floats(bounds.slots, n_kv, config) floats
+  DeviceFault* fault = nullptr;  // a plan beyond its bounds is recorded here (FaultCode::kPlanOverflow)
   bool vec = false;  // set by paged_attention(): K and V rows admit aligned 4-element loads
+  // Set by paged_attention(): where the plan lives in plan_ws (items, combine entries, then the counts).
+  int32_t* items = nullptr;
+  int32_t* combine = nullptr;
+  int32_t* counts = nullptr;  // [3]: items, combine entries, slots
 };
+// int32 of AttentionArgs::plan_ws for plans within `bounds`.
+inline int64_t attention_plan_ints(const AttnPlanCounts& bounds) {
+  return static_cast<int64_t>(bounds.items) * kAttnItemInts + static_cast<int64_t>(bounds.combine) * kAttnCombineInts + 4;
+}
 void paged_attention(cudaStream_t stream, const AttentionArgs& args);
 
 // CTAs of the attention kernel that paged_attention() launches for `config` and a cache of `cache_type` that fit on

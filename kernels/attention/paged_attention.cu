@@ -1,10 +1,11 @@
 // Paged causal GQA attention (decode and prefill rows in one launch): a CTA of 4 warps per (work item, kv head)
 // reads K/V rows in place from the paged cache (f32/bf16/f16, or int8 codes with per-row f32 scales), scores them
 // against the query vectors of the item held in registers, and keeps an online softmax in f32; split items write
-// partials that attention_combine_kernel merges. Launch plan and item layout: attention.h.
+// partials that attention_combine_kernel merges. Work plan: attention_plan.h (written on the device by attention_plan_kernel).
 #include <cstdint>
 
 #include "kernels/attention/attention.h"
+#include "kernels/common/fault.cuh"
 #include "kernels/common/load.cuh"
 #include "kernels/common/reduce.cuh"
 #include "kernels/common/rows.cuh"
@@ -111,7 +112,8 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_kernel(const Atte
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int wk_n = a.config.wk;
   const int wq = warp / wk_n, wk = warp % wk_n;
-  const int32_t* it = a.items.data + static_cast<int64_t>(blockIdx.x) * kAttnItemInts;
+  if (static_cast<int32_t>(blockIdx.x) >= a.counts[0]) return;  // past the plan: the whole CTA, before any barrier
+  const int32_t* it = a.items + static_cast<int64_t>(blockIdx.x) * kAttnItemInts;
   const int s = it[0], v0 = it[1], nv = it[2], kb = it[3], ke = it[4], part = it[5], pos0 = it[6], row0 = it[7];
   const int kh = static_cast<int>(blockIdx.y);
   const int G = a.n_heads / a.n_kv, hd = a.head_dim;
@@ -379,12 +381,25 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_kernel(const Atte
 #pragma unroll
         for (int i = 0; i < 4; ++i) po[128 * c + 4 * lane + i] = o[m][c][i];
       if (lane == 0) {
-        float* ml = a.partial + a.n_slots * a.n_kv * m_tile * kDP + 2 * x;
+        float* ml = a.partial + static_cast<int64_t>(a.bounds.slots) * a.n_kv * m_tile * kDP + 2 * x;
         ml[0] = mx[m];
         ml[1] = l[m];
       }
     }
   }
+}
+
+// The step's plan, written by one thread from q_start / seq_len on the device (a few hundred items at most: one pass
+// over the sequences, cheaper than a launch). A plan beyond the bounds the launches were sized by is clamped to them
+// and recorded as a fault: the backend raises it at the next synchronize.
+__global__ void attention_plan_kernel(const AttentionArgs a) {
+  const AttnPlanCounts n =
+      attention_plan(a.q_start.data, a.seq_len.data, a.plan, a.bounds, a.items, a.combine);
+  const bool over = n.items > a.bounds.items || n.combine > a.bounds.combine || n.slots > a.bounds.slots;
+  if (over) record_fault(a.fault, FaultCode::kPlanOverflow, 0, n.items, a.bounds.items);
+  a.counts[0] = n.items < a.bounds.items ? n.items : a.bounds.items;
+  a.counts[1] = n.combine < a.bounds.combine ? n.combine : a.bounds.combine;
+  a.counts[2] = n.slots;
 }
 
 // One CTA per (combine entry, kv head, query vector of the tile): out = Σ_s e^{m_s − M} o_s / Σ_s e^{m_s − M} l_s over
@@ -397,7 +412,8 @@ constexpr int kCombineUnroll = 8;
 __global__ void __launch_bounds__(kThreads) attention_combine_kernel(const AttentionArgs a) {
   __shared__ float weight[kCombineChunk];
   __shared__ float scratch[kBlockScratch];
-  const int32_t* e = a.combine.data + static_cast<int64_t>(blockIdx.x) * kAttnCombineInts;
+  if (static_cast<int32_t>(blockIdx.x) >= a.counts[1]) return;  // past the plan: the whole CTA, before any barrier
+  const int32_t* e = a.combine + static_cast<int64_t>(blockIdx.x) * kAttnCombineInts;
   const int v0 = e[0], nv = e[1], part0 = e[2], ns = e[3], row0 = e[4];
   const int kh = static_cast<int>(blockIdx.y);
   const int G = a.n_heads / a.n_kv, hd = a.head_dim;
@@ -406,7 +422,7 @@ __global__ void __launch_bounds__(kThreads) attention_combine_kernel(const Atten
   const int tid = static_cast<int>(threadIdx.x);
   // slot p's entry for vector vi is x = (p · n_kv + kh) · m_tile + vi; consecutive splits are `step` apart
   const int64_t step = static_cast<int64_t>(a.n_kv) * m_tile;
-  const float* ml = a.partial + a.n_slots * step * dp;
+  const float* ml = a.partial + a.bounds.slots * step * dp;
   const int vi = static_cast<int>(blockIdx.z);
   if (vi >= nv) return;  // the whole CTA: before any barrier
   const int64_t x0 = (static_cast<int64_t>(part0) * a.n_kv + kh) * m_tile + vi;
@@ -518,17 +534,21 @@ int attention_ctas_per_sm(const AttnConfig& config, KType cache_type) {
 }
 
 void paged_attention(cudaStream_t stream, const AttentionArgs& in) {
-  if (in.n_items == 0) return;
+  if (in.bounds.items == 0) return;
   AttentionArgs args = in;
   args.vec = rows_vectorizable(args.cache.k, 4) && rows_vectorizable(args.cache.v, 4);
-  const dim3 grid(static_cast<unsigned>(args.n_items), static_cast<unsigned>(args.n_kv));
+  args.items = args.plan_ws;
+  args.combine = args.items + static_cast<int64_t>(args.bounds.items) * kAttnItemInts;
+  args.counts = args.combine + static_cast<int64_t>(args.bounds.combine) * kAttnCombineInts;
+  attention_plan_kernel<<<1, 1, 0, stream>>>(args);
+  const dim3 grid(static_cast<unsigned>(args.bounds.items), static_cast<unsigned>(args.n_kv));
   if (args.cache.k.type == KType::kI8) {
     launch_type<int8_t>(stream, args, grid);
   } else {
     visit_float_type(args.cache.k.type, [&](auto tag) { launch_type<decltype(tag)>(stream, args, grid); });
   }
-  if (args.n_combine > 0) {
-    const dim3 cgrid(static_cast<unsigned>(args.n_combine), static_cast<unsigned>(args.n_kv),
+  if (args.bounds.combine > 0) {
+    const dim3 cgrid(static_cast<unsigned>(args.bounds.combine), static_cast<unsigned>(args.n_kv),
                      static_cast<unsigned>(args.config.mw * args.config.wq));  // one CTA per vector of a tile
     attention_combine_kernel<<<cgrid, kThreads, 0, stream>>>(args);
   }

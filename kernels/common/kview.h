@@ -63,6 +63,8 @@ enum class FaultCode : int32_t {
   kNone = 0,
   kKvNonFinite = 1,   // kv_write: a = token row, b = kv head, c = 0 for K / 1 for V
   kIndexRange = 2,    // a = which index (FaultIndex), b = the value, c = the limit it must stay below
+  kPlanOverflow = 3,  // a device-side work plan outgrew the bounds its launch was sized by: a = which plan (0 =
+                      // attention), b = the planned count, c = the bound (a bug, not bad data)
 };
 enum class FaultIndex : int32_t {
   kBlockTable = 0,    // attention: a physical block id outside the cache

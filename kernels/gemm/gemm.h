@@ -58,13 +58,23 @@ NINFER_HD constexpr size_t nvfp4_act_bytes(int64_t M, int64_t K) {
   return static_cast<size_t>(M * nvfp4_act_layout(K).row_bytes);
 }
 
+// Which W4A4 decode kernels run for M <= kGemvMaxRows (both give the CPU's result up to f32 summation order, and
+// write the same quantized activation bytes):
+//   kTiled: the GEMV of gemv.cuh (one 16-block per lane unit) after the quantizer with one CTA per row;
+//   kStream: the streaming GEMV of nvfp4_gemv.cu (16-byte weight loads, 4 rows per warp, activations read once per
+//   chunk; K % 32 == 0, else the tiled GEMV) after the quantizer with several CTAs per row (up to 32 rows).
+// Above kGemvMaxRows both run the same GEMMs.
+enum class W4a4Gemv : uint8_t { kTiled, kStream };
+// What CudaBackend::linear runs: the tiled kernels until a GPU run has measured the streaming ones (docs/gpu.md).
+constexpr W4a4Gemv kW4a4GemvDefault = W4a4Gemv::kTiled;
+
 // W4A4 activation quantizer (bit-identical to nvfp4_quantize_row): rows m < M of x (row stride xs) into `act`
 // (16-byte aligned, nvfp4_act_bytes(M, K)), with the input scale read from *input_scale on the device.
 void nvfp4_quantize_act(cudaStream_t stream, const float* x, int64_t xs, int64_t M, int64_t K, const float* input_scale,
-                        void* act);
+                        void* act, W4a4Gemv variant);
 // W4A4: y = Σ_b I_b·(sa_b·sw_b) · ((g·weight_scale_2)·0.25) over activations quantized by nvfp4_quantize_act.
 void linear_nvfp4_w4a4(cudaStream_t stream, const LinearArgs& a, const Nvfp4WeightView& w, const void* act,
-                       int sm_count);
+                       int sm_count, W4a4Gemv variant);
 // W4A16: y = Σ_k x_k·(e2m1(c)·(e4m3(s)·weight_scale_2)), f32 activations.
 void linear_nvfp4_w4a16(cudaStream_t stream, const LinearArgs& a, const Nvfp4WeightView& w, int sm_count);
 

@@ -1,13 +1,16 @@
 // linear with packed NVFP4 weights: the W4A4 activation quantizer (bit-identical to nvfp4_quantize_row), the W4A4
 // GEMV (dp4a on 2·e2m1 bytes, exact per-block integers) and the W4A16 GEMV (dequantized weights, f32 FMA) for
 // M <= 8, the tiled SIMT GEMM in both modes above, and from kMmaMinRows the W4A4 tensor-core GEMM (nvfp4_mma.cu).
+// W4a4Gemv::kStream sends the decode rows to the streaming kernels of nvfp4_gemv.cu instead.
 #include "kernels/common/load.cuh"
 #include "kernels/common/nvfp4.cuh"
 #include "kernels/common/reduce.cuh"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_tile.cuh"
 #include "kernels/gemm/gemv.cuh"
+#include "kernels/gemm/nvfp4_gemv.h"
 #include "kernels/gemm/nvfp4_mma.h"
+#include "kernels/gemm/nvfp4_quant.cuh"
 
 namespace ninfer::kern {
 
@@ -39,11 +42,7 @@ __global__ void __launch_bounds__(THREADS)
   }
   amax = block_max(amax, scratch);
   bad = block_max(bad, scratch);
-  const float is = *input_scale;
-  float g = is > 0.0f ? is : __fdiv_rn(amax, 2688.0f);  // nvfp4_weight_scale_2: amax / (6 · 448)
-  if (bad != 0.0f) g = __uint_as_float(0x7FC00000u);
-  const bool special = bad != 0.0f || g == 0.0f;  // codes 0, scales 1.0
-  const float six_g = __fmul_rn(6.0f, g);
+  const Nvfp4RowScale rs = nvfp4_row_scale(amax, bad != 0.0f, *input_scale);
 
   const int64_t bytes = K / 2;
   for (int64_t j0 = 0; j0 < bytes; j0 += THREADS) {  // uniform trip count: every lane reaches the shuffles
@@ -51,26 +50,9 @@ __global__ void __launch_bounds__(THREADS)
     const bool active = j < bytes;
     const float x0 = active ? row[2 * j] : 0.0f, x1 = active ? row[2 * j + 1] : 0.0f;
     const float block_amax = warp_max<8>(fmaxf(fabsf(x0), fabsf(x1)));
-    if (!active) continue;
-    uint32_t sc = 0x38, code = 0;  // e4m3(1.0)
-    if (!special) {
-      float s = __fdiv_rn(block_amax, six_g);
-      if (s == 0.0f) s = 1.0f;
-      s = s < 1.0f / 512.0f ? 1.0f / 512.0f : (448.0f < s ? 448.0f : s);
-      sc = e4m3_encode(s);
-      const float den = __fmul_rn(e4m3_decode(sc), g);
-      code = e2m1_encode(__fdiv_rn(x0, den)) | (static_cast<uint32_t>(e2m1_encode(__fdiv_rn(x1, den))) << 4);
-    }
-    out[L.codes + j] = static_cast<uint8_t>(code);
-    int lo, hi;
-    e2m1x8_to_i8x2(code, lo, hi);
-    *reinterpret_cast<uint16_t*>(out + L.i8 + 2 * j) = static_cast<uint16_t>(lo & 0xFFFF);
-    if (j % 8 == 0) {
-      out[L.scales + j / 8] = static_cast<uint8_t>(sc);
-      reinterpret_cast<float*>(out + L.scale_f32)[j / 8] = e4m3_decode(sc);
-    }
+    if (active) nvfp4_quantize_byte(x0, x1, block_amax, rs, L, out, j);
   }
-  if (t == 0) *reinterpret_cast<float*>(out + L.global) = g;
+  if (t == 0) *reinterpret_cast<float*>(out + L.global) = rs.g;
 }
 
 template <int MT>
@@ -191,9 +173,13 @@ void launch_w4a16(cudaStream_t stream, const LinearArgs& a, const Nvfp4WeightVie
 }  // namespace
 
 void nvfp4_quantize_act(cudaStream_t stream, const float* x, int64_t xs, int64_t M, int64_t K, const float* input_scale,
-                        void* act) {
+                        void* act, W4a4Gemv variant) {
   if (M <= 0) return;
   auto* out = static_cast<uint8_t*>(act);
+  if (variant == W4a4Gemv::kStream && M <= kQuantFewRows) {
+    nvfp4_quantize_act_split(stream, x, xs, M, K, input_scale, out);
+    return;
+  }
   if (M <= kQuantFewRows)
     nvfp4_quantize_kernel<kQuantThreadsFew><<<static_cast<unsigned>(M), kQuantThreadsFew, 0, stream>>>(x, xs, K,
                                                                                                     input_scale, out);
@@ -203,10 +189,12 @@ void nvfp4_quantize_act(cudaStream_t stream, const float* x, int64_t xs, int64_t
 }
 
 void linear_nvfp4_w4a4(cudaStream_t stream, const LinearArgs& a, const Nvfp4WeightView& w, const void* act,
-                       int sm_count) {
+                       int sm_count, W4a4Gemv variant) {
   if (a.M <= 0 || a.N <= 0) return;
   const auto* q = static_cast<const uint8_t*>(act);
-  if (a.M >= kMmaMinRows) {
+  if (variant == W4a4Gemv::kStream && w4a4_stream_fits(a.M, a.K)) {
+    linear_nvfp4_w4a4_stream(stream, a, w, q, sm_count);  // nvfp4_gemv.cu
+  } else if (a.M >= kMmaMinRows) {
     linear_nvfp4_w4a4_mma(stream, a, w, q);  // tensor cores: nvfp4_mma.cu
   } else if (a.M > kGemvMaxRows) {
     gemm_tile_kernel<TileMode::kW4A4, float><<<gemm_tile_grid(a), kTileThreads, 0, stream>>>(a, nullptr, 0, w, q);

@@ -1,6 +1,7 @@
 // The CUDA linear op against the CPU backend: dense f32/bf16/f16 weights (GEMV for M <= 8, tiled GEMM above), NVFP4
-// W4A4 and W4A16, odd shapes, accumulate, strided x/y (and weight) rows; the W4A4 activation quantizer byte for byte
-// against nvfp4_quantize_row on adversarial rows; and the argument errors the CPU op raises.
+// W4A4 (with both sets of decode kernels, kern::W4a4Gemv) and W4A16, odd shapes, accumulate, strided x/y (and weight)
+// rows; both W4A4 activation quantizers byte for byte against nvfp4_quantize_row on adversarial rows; and the
+// argument errors the CPU op raises.
 //
 // Tolerance (docs/cuda-backend.md): the kernels sum the same f32 terms as the CPU in another order (split K, FMA), so
 // each output must be within 1e-5 · scale_m of the CPU's, scale_m = max over the row of max(|y_cpu|, Σ_k|x_k·w_k| / √K)
@@ -31,6 +32,25 @@ constexpr double kLinearTol = 1e-5;
 constexpr double kSumOrderEps = 4.0;
 
 const std::vector<int64_t> kRowCounts = {1, 2, 3, 5, 8, 9, 17, 64, 130};
+// Every GEMV row count (decode, and the K + 1 rows of a speculative verify), then the GEMMs'.
+const std::vector<int64_t> kGemvRowCounts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 64, 130};
+const std::vector<int64_t> kDecodeRowCounts = {1, 2, 3, 4, 5, 6, 7, 8};
+
+// Which kernels a GPU linear runs: the backend's linear() as configured, or W4A4 with the tiled or the streaming
+// decode kernels (kern::W4a4Gemv, through cuda::linear_w4a4). Every W4A4 case runs with both.
+enum class Gemv { kBackend, kTiled, kStream };
+constexpr Gemv kW4a4Variants[] = {Gemv::kTiled, Gemv::kStream};
+const char* gemv_name(Gemv g) { return g == Gemv::kTiled ? " tiled" : g == Gemv::kStream ? " stream" : ""; }
+
+void gpu_linear(Backend& be, const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate, Gemv gemv) {
+#if defined(NINFER_WITH_CUDA)
+  if (gemv != Gemv::kBackend) {
+    cuda::linear_w4a4(be, y, x, w, accumulate, gemv == Gemv::kTiled ? kern::W4a4Gemv::kTiled : kern::W4a4Gemv::kStream);
+    return;
+  }
+#endif
+  be.linear(y, x, w, accumulate);
+}
 
 // Host f32 rows [M, K] with row stride `stride` (>= K), the padding filled with a poison value.
 struct HostRows {
@@ -118,7 +138,7 @@ void fill_random(HostRows& h, std::mt19937& rng, float lo, float hi) {
 // Runs gpu_be.linear and cpu_be.linear on copies of x and an initial y (random when accumulating), compares.
 void check_linear_case(Backend& gpu_be, Backend& cpu_be, const LinearCase& c, HostRows& x, const Tensor& w_host,
                        const Tensor& w_dev, const std::vector<float>& w_values, std::mt19937& rng,
-                       const std::string& what) {
+                       const std::string& what, Gemv gemv = Gemv::kBackend) {
   SCOPED_TRACE(what + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
                (c.accumulate ? " accumulate" : "") + (c.strided ? " strided" : ""));
   HostRows y(c.M, c.N, c.strided ? c.N + 5 : c.N);
@@ -126,7 +146,7 @@ void check_linear_case(Backend& gpu_be, Backend& cpu_be, const LinearCase& c, Ho
   DeviceTensor xd = upload_rows(x);
   DeviceTensor yd = upload_rows(y);
   gpu().synchronize();
-  gpu_be.linear(yd.t, xd.t, w_dev, c.accumulate);
+  gpu_linear(gpu_be, yd.t, xd.t, w_dev, c.accumulate, gemv);
   gpu_be.synchronize();
   cpu_be.linear(y.view(), x.view(), w_host, c.accumulate);
   const std::vector<float> got = to_host_f32(yd.t);
@@ -232,9 +252,9 @@ HostRows nvfp4_rows(int64_t M, int64_t K, int64_t stride, uint32_t seed, bool sp
 }
 
 void run_nvfp4(Nvfp4Activations mode, const std::vector<std::pair<int64_t, int64_t>>& nks,
-               const std::vector<int64_t>& ms, float input_scale, uint32_t seed) {
+               const std::vector<int64_t>& ms, float input_scale, uint32_t seed, Gemv gemv = Gemv::kBackend) {
   std::mt19937 rng(seed);
-  const char* what = mode == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16";
+  const std::string what = std::string(mode == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16") + gemv_name(gemv);
   for (auto [N, K] : nks) {
     auto w = nvfp4_test::pack(nvfp4_test::random_values(N * K, seed + static_cast<uint32_t>(N * K), 0.02f, true, K),
                               N, K);
@@ -245,14 +265,17 @@ void run_nvfp4(Nvfp4Activations mode, const std::vector<std::pair<int64_t, int64
         const LinearCase c{M, N, K, variant == 1, variant != 0};
         HostRows x = nvfp4_rows(M, K, c.strided ? K + 3 : K, seed + static_cast<uint32_t>(M), variant == 2);
         check_linear_case(gpu_with(mode), cpu_with(mode), c, x, w.view(), wd.view, w.dequant, rng,
-                          std::string(what) + (input_scale > 0.0f ? " static scale" : ""));
+                          what + (input_scale > 0.0f ? " static scale" : ""), gemv);
       }
   }
 }
 
+// W4A4 shapes: K % 32 != 0 (the streaming kernels fall back to the tiled GEMV), and K % 32 == 0 with N not a multiple
+// of the 4 rows of a warp, chunk tails, and K split over 2 (K 1056, 4096, 5120) and 8 (K 16384) warps of a CTA.
 TEST(CudaLinear, Nvfp4W4A4Small) {
   NINFER_REQUIRE_CUDA();
-  run_nvfp4(Nvfp4Activations::kNvfp4, {{1, 16}, {7, 48}}, {1, 3, 9}, 0.0f, 1);
+  for (Gemv g : kW4a4Variants)
+    run_nvfp4(Nvfp4Activations::kNvfp4, {{1, 16}, {7, 48}, {6, 96}}, {1, 2, 3, 8, 9}, 0.0f, 1, g);
 }
 
 TEST(CudaLinear, Nvfp4W4A16Small) {
@@ -262,12 +285,17 @@ TEST(CudaLinear, Nvfp4W4A16Small) {
 
 TEST(CudaLinear, Nvfp4W4A4EveryRowCount) {
   NINFER_REQUIRE_CUDA();
-  run_nvfp4(Nvfp4Activations::kNvfp4, {{1, 16}, {7, 48}, {33, 80}, {257, 272}, {5, 4096}}, kRowCounts, 0.0f, 3);
+  for (Gemv g : kW4a4Variants) {
+    run_nvfp4(Nvfp4Activations::kNvfp4, {{1, 16}, {7, 48}, {33, 80}, {257, 272}, {5, 4096}, {6, 96}, {67, 1056}},
+              kGemvRowCounts, 0.0f, 3, g);
+    run_nvfp4(Nvfp4Activations::kNvfp4, {{130, 5120}, {3, 16384}}, kDecodeRowCounts, 0.0f, 6, g);
+  }
 }
 
 TEST(CudaLinear, Nvfp4W4A4CheckpointInputScale) {
   NINFER_REQUIRE_CUDA();
-  run_nvfp4(Nvfp4Activations::kNvfp4, {{33, 80}, {257, 272}}, {1, 5, 17}, 0.01f, 4);
+  for (Gemv g : kW4a4Variants)
+    run_nvfp4(Nvfp4Activations::kNvfp4, {{33, 80}, {257, 272}, {64, 512}}, {1, 2, 5, 8, 17}, 0.01f, 4, g);
 }
 
 TEST(CudaLinear, Nvfp4W4A16EveryRowCount) {
@@ -278,6 +306,7 @@ TEST(CudaLinear, Nvfp4W4A16EveryRowCount) {
 #if defined(NINFER_WITH_CUDA)
 // The GPU quantizer writes the bytes nvfp4_quantize_row writes (codes, E4M3 scales) and the same global scale, on the
 // CPU test's adversarial rows (ties, zeros, outliers, denormal scales, 0/0 quotients, NaN/Inf), static and dynamic.
+// Both quantizers (kern::W4a4Gemv: one CTA per row; several CTAs per row) on the same rows.
 void check_quantizer(int64_t K, int64_t extra_stride, const std::vector<float>& scales) {
   const auto rows = nvfp4_test::adversarial_rows(K, static_cast<uint32_t>(K));
   const int64_t M = static_cast<int64_t>(rows.size());
@@ -285,28 +314,33 @@ void check_quantizer(int64_t K, int64_t extra_stride, const std::vector<float>& 
   for (int64_t m = 0; m < M; ++m)
     for (int64_t k = 0; k < K; ++k) x.at(m, k) = rows[static_cast<size_t>(m)][static_cast<size_t>(k)];
   DeviceTensor xd = upload_rows(x);
-  for (float input_scale : scales) {
-    SCOPED_TRACE("K=" + std::to_string(K) + " input_scale " + std::to_string(input_scale));
-    const cuda::Nvfp4QuantizedRows got = cuda::nvfp4_quantize_rows(gpu(), xd.t, input_scale);
-    ASSERT_EQ(got.codes.size(), static_cast<size_t>(M * K / 2));
-    for (int64_t m = 0; m < M; ++m) {
-      std::vector<uint8_t> codes(static_cast<size_t>(K / 2)), sc(static_cast<size_t>(K / 16));
-      const float g = cpu::nvfp4_quantize_row(&x.at(m, 0), K, input_scale, codes.data(), sc.data());
-      const float gg = got.global[static_cast<size_t>(m)];
-      EXPECT_TRUE(std::isnan(g) ? std::isnan(gg) : std::memcmp(&g, &gg, sizeof(float)) == 0)
-          << "row " << m << " g " << gg << " vs " << g;
-      for (int64_t j = 0; j < K / 2; ++j)
-        if (codes[static_cast<size_t>(j)] != got.codes[static_cast<size_t>(m * K / 2 + j)]) {
-          ADD_FAILURE() << "row " << m << " code byte " << j << ": " << int(got.codes[static_cast<size_t>(m * K / 2 + j)])
-                        << " != " << int(codes[static_cast<size_t>(j)]);
-          break;
-        }
-      for (int64_t b = 0; b < K / 16; ++b)
-        if (sc[static_cast<size_t>(b)] != got.scales[static_cast<size_t>(m * K / 16 + b)]) {
-          ADD_FAILURE() << "row " << m << " scale " << b << ": " << int(got.scales[static_cast<size_t>(m * K / 16 + b)])
-                        << " != " << int(sc[static_cast<size_t>(b)]);
-          break;
-        }
+  for (kern::W4a4Gemv quantizer : {kern::W4a4Gemv::kTiled, kern::W4a4Gemv::kStream}) {
+    for (float input_scale : scales) {
+      SCOPED_TRACE("K=" + std::to_string(K) + " input_scale " + std::to_string(input_scale) +
+                   (quantizer == kern::W4a4Gemv::kTiled ? " tiled" : " stream"));
+      const cuda::Nvfp4QuantizedRows got = cuda::nvfp4_quantize_rows(gpu(), xd.t, input_scale, quantizer);
+      ASSERT_EQ(got.codes.size(), static_cast<size_t>(M * K / 2));
+      for (int64_t m = 0; m < M; ++m) {
+        std::vector<uint8_t> codes(static_cast<size_t>(K / 2)), sc(static_cast<size_t>(K / 16));
+        const float g = cpu::nvfp4_quantize_row(&x.at(m, 0), K, input_scale, codes.data(), sc.data());
+        const float gg = got.global[static_cast<size_t>(m)];
+        EXPECT_TRUE(std::isnan(g) ? std::isnan(gg) : std::memcmp(&g, &gg, sizeof(float)) == 0)
+            << "row " << m << " g " << gg << " vs " << g;
+        for (int64_t j = 0; j < K / 2; ++j)
+          if (codes[static_cast<size_t>(j)] != got.codes[static_cast<size_t>(m * K / 2 + j)]) {
+            ADD_FAILURE() << "row " << m << " code byte " << j << ": "
+                          << int(got.codes[static_cast<size_t>(m * K / 2 + j)])
+                          << " != " << int(codes[static_cast<size_t>(j)]);
+            break;
+          }
+        for (int64_t b = 0; b < K / 16; ++b)
+          if (sc[static_cast<size_t>(b)] != got.scales[static_cast<size_t>(m * K / 16 + b)]) {
+            ADD_FAILURE() << "row " << m << " scale " << b << ": "
+                          << int(got.scales[static_cast<size_t>(m * K / 16 + b)])
+                          << " != " << int(sc[static_cast<size_t>(b)]);
+            break;
+          }
+      }
     }
   }
 }

@@ -197,6 +197,14 @@ if [ -x "$bin/ninfer-bench-cuda_sm90" ]; then
 else
   record bench skipped "" 0 0 0 0 "ninfer-bench-cuda" "no ninfer-bench-cuda in the bundle (not built yet)" ""
 fi
+# The whole forward at the 27B shape (one GPU's TP2 shard, weights made on the device): decode with step graphs off
+# and on, against the bytes-per-token roofline (bench/cuda/e2e_bench.h).
+if [ -x "$bin/ninfer-bench-cuda_sm90" ]; then
+  run_step bench-e2e plain 150 1 -- "$bin/ninfer-bench-cuda_sm90" --e2e \
+    --config "$here/../data/plan/qwen3.5-27b/config.json" --tp 2 --contexts 1024,8192 ${NINFER_GPU_E2E_ARGS:-}
+else
+  record bench-e2e skipped "" 0 0 0 0 "ninfer-bench-cuda --e2e" "no ninfer-bench-cuda in the bundle" ""
+fi
 run_step e2e-sm70-jit gtest 120 1 -- "$bin/ninfer_tests_cuda_sm70" "--gtest_filter=*CudaE2E*"
 # NCCL across two GPUs: only where nvidia-smi lists two (on one GPU the test could only skip, which is no pass; the
 # one-rank NCCL tests and the fake ranks on one GPU run in the ops steps). A note, not a step, says when it cannot run.

@@ -1,11 +1,10 @@
 // The CUDA backend's paged KV cache write and GQA attention (kernels/attention/): argument checks shared with the
-// CPU (engine/backend/checks/attention_checks.h), the host-side work plan (tiles of query vectors, split-K over long
-// contexts) and the launches.
+// CPU (engine/backend/checks/attention_checks.h), the launch shape of the device-side work plan (tiles of query
+// vectors, split-K over long contexts) and the launches.
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <vector>
 
 #include "engine/backend/checks/attention_checks.h"
 #include "engine/backend/cuda/cuda_backend.h"
@@ -57,9 +56,9 @@ int ctas_per_sm(int device, const kern::AttnConfig& c, kern::KType type) {
   return n;
 }
 
-// Split-K: only when the batch's tiles give fewer CTAs than one wave holds (the kernel's resident CTAs per SM, at
-// least kCtasPerSm, × SMs), in ranges of at least kMinSplit keys: a decode step of few long sequences otherwise runs
-// a handful of CTAs whose warps each walk the whole context.
+// Split-K (attention_plan.h): only when the batch's tiles give fewer CTAs than one wave holds (the kernel's resident
+// CTAs per SM, at least kCtasPerSm, × SMs), in ranges of at least kMinSplit keys: a decode step of few long sequences
+// otherwise runs a handful of CTAs whose warps each walk the whole context.
 constexpr int64_t kCtasPerSm = 2;
 constexpr int64_t kMinSplit = 256;
 
@@ -85,53 +84,18 @@ void CudaBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& c
   for (int64_t s = 0; s < S; ++s)
     max_vectors = std::max<int64_t>(max_vectors, (kv.q_start[static_cast<size_t>(s + 1)] - kv.q_start[static_cast<size_t>(s)]) * G);
   const kern::AttnConfig cfg = kern::attention_config(hd, max_vectors);
-  const int64_t M = cfg.m();
 
-  // Tiles of up to M query vectors of one sequence; a tile attends to keys [0, key_end).
-  struct Tile {
-    int32_t s, v0, nv, key_end, pos0, row0;
-  };
-  std::vector<Tile> tiles;
-  int64_t total_keys = 0;
-  for (int64_t s = 0; s < S; ++s) {
-    const int32_t row0 = kv.q_start[static_cast<size_t>(s)];
-    const int32_t n_new = kv.q_start[static_cast<size_t>(s + 1)] - row0;
-    const int32_t pos0 = kv.seq_len[static_cast<size_t>(s)] - n_new;
-    const int64_t nvec = static_cast<int64_t>(n_new) * G;
-    for (int64_t v0 = 0; v0 < nvec; v0 += M) {
-      const int64_t nv = std::min(M, nvec - v0);
-      const int64_t last_row = (v0 + nv - 1) / G;
-      const auto key_end = static_cast<int32_t>(pos0 + last_row + 1);
-      tiles.push_back({static_cast<int32_t>(s), static_cast<int32_t>(v0), static_cast<int32_t>(nv), key_end, pos0, row0});
-      total_keys += key_end;
-    }
-  }
-  if (tiles.empty()) return;
-
-  int64_t split_len = INT32_MAX;
-  const int64_t per_sm = std::max<int64_t>(kCtasPerSm, ctas_per_sm(device_, cfg, ktype(cache.k.dtype)));
-  const int64_t target = per_sm * sm_count(device_);
-  if (static_cast<int64_t>(tiles.size()) * nkv < target) {
-    const int64_t per = (total_keys * nkv + target - 1) / target;
-    split_len = std::max(kMinSplit, (per + kern::kAttnSplitAlign - 1) / kern::kAttnSplitAlign * kern::kAttnSplitAlign);
-  }
-  std::vector<int32_t> items, combine;
-  items.reserve(tiles.size() * kern::kAttnItemInts);
-  int32_t slots = 0;
-  for (const Tile& t : tiles) {
-    const int64_t ns = (t.key_end + split_len - 1) / split_len;
-    if (ns <= 1) {
-      items.insert(items.end(), {t.s, t.v0, t.nv, 0, t.key_end, -1, t.pos0, t.row0});
-      continue;
-    }
-    for (int64_t i = 0; i < ns; ++i) {
-      const auto kb = static_cast<int32_t>(i * split_len);
-      const auto ke = static_cast<int32_t>(std::min<int64_t>(t.key_end, (i + 1) * split_len));
-      items.insert(items.end(), {t.s, t.v0, t.nv, kb, ke, slots + static_cast<int32_t>(i), t.pos0, t.row0});
-    }
-    combine.insert(combine.end(), {t.v0, t.nv, slots, static_cast<int32_t>(ns), t.row0});
-    slots += static_cast<int32_t>(ns);
-  }
+  // The plan itself is made on the device from q_start / seq_len (kernels/attention/attention_plan.h); the host
+  // sizes the launches from the step's shape alone, so a recorded graph replays correctly with other lengths.
+  kern::AttnPlanShape plan;
+  plan.S = static_cast<int32_t>(S);
+  plan.G = static_cast<int32_t>(G);
+  plan.M = cfg.m();
+  plan.n_kv = static_cast<int32_t>(nkv);
+  plan.target = std::max<int64_t>(kCtasPerSm, ctas_per_sm(device_, cfg, ktype(cache.k.dtype))) * sm_count(device_);
+  plan.min_split = kMinSplit;
+  const int64_t tiles = kern::attention_plan_tiles(kv.q_start.data(), plan);
+  if (tiles == 0) return;
 
   kern::AttentionArgs a;
   a.q = rows_of(q);
@@ -143,15 +107,16 @@ void CudaBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& c
   a.n_kv = static_cast<int32_t>(nkv);
   a.head_dim = static_cast<int32_t>(hd);
   a.scale = scale;
-  a.items = upload(items);
-  a.n_items = static_cast<int64_t>(items.size()) / kern::kAttnItemInts;
-  a.combine = upload(combine);
-  a.n_combine = static_cast<int64_t>(combine.size()) / kern::kAttnCombineInts;
-  a.n_slots = slots;
   a.config = cfg;
-  if (slots > 0)
-    a.partial = static_cast<float*>(workspace(
-        "attention_partials", static_cast<size_t>(kern::attention_partial_floats(slots, nkv, cfg)) * sizeof(float)));
+  a.q_start = upload(kv.q_start);
+  a.seq_len = upload(kv.seq_len);
+  a.plan = plan;
+  a.bounds = kern::attention_plan_bounds(tiles, plan);
+  a.plan_ws = static_cast<int32_t*>(
+      workspace("attention.plan", static_cast<size_t>(kern::attention_plan_ints(a.bounds)) * sizeof(int32_t)));
+  a.partial = static_cast<float*>(workspace(
+      "attention.partials", static_cast<size_t>(kern::attention_partial_floats(a.bounds.slots, nkv, cfg)) * sizeof(float)));
+  a.fault = fault_slot();
   kern::paged_attention(stream_, a);
   after_launch("attention");
 }

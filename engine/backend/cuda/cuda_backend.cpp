@@ -88,6 +88,9 @@ std::string CudaBackend::name() const {
 }
 
 Buffer CudaBackend::alloc(size_t bytes) {
+  if (recording_)
+    fail(ErrorKind::kUnsupported, "cuda graph capture: an op allocates {} bytes (the step must run eagerly once "
+         "before it is recorded)", bytes);
   void* p = arena_->allocate(bytes);
   Buffer b;
   // The deleter holds the arena, so a Buffer may outlive the backend (its memory then returns to the cache).
@@ -170,6 +173,7 @@ void CudaBackend::zero(const Tensor& t) {
 }
 
 void CudaBackend::synchronize() {
+  if (recording_) fail(ErrorKind::kInternal, "cuda backend: synchronize() during a graph capture");
   NINFER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   staging_.reset();
   raise_fault();
@@ -191,6 +195,9 @@ void CudaBackend::raise_fault() {
       const auto i = static_cast<size_t>(a);
       fail(ErrorKind::kInvalidArgument, "{} {} is outside [0, {})", i < 4 ? kWhat[i] : "index", b, c);
     }
+    case kern::FaultCode::kPlanOverflow:
+      fail(ErrorKind::kInternal, "cuda backend: the attention work plan has {} items, above the {} its launch was "
+           "sized for (kernels/attention/attention_plan.h)", b, c);
     default: fail(ErrorKind::kInternal, "cuda backend: unknown device fault code {}", static_cast<int>(code));
   }
 }
@@ -198,7 +205,13 @@ void CudaBackend::raise_fault() {
 void* CudaBackend::workspace(const char* name, size_t bytes) {
   auto it = workspaces_.find(std::string_view(name));
   if (it == workspaces_.end()) it = workspaces_.emplace(name, Buffer{}).first;
-  if (it->second.bytes < bytes) it->second = alloc(bytes + bytes / 4);
+  if (it->second.bytes < bytes) {
+    if (recording_)
+      fail(ErrorKind::kUnsupported, "cuda graph capture: workspace '{}' would grow from {} to {} bytes (the step "
+           "must run eagerly once before it is recorded)", name, it->second.bytes, bytes);
+    it->second = alloc(bytes + bytes / 4);
+    ++memory_epoch_;  // the old buffer goes back to the arena: graphs that point at it are stale
+  }
   return it->second.data();
 }
 

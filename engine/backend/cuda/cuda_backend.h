@@ -36,6 +36,13 @@ class CudaBackend final : public Backend {
   void zero(const Tensor& t) override;
   void synchronize() override;
 
+  // Op graphs (engine/backend/cuda/cuda_graph.cpp): stream capture into a CUDA graph.
+  bool graphs_supported() const override { return !sync_every_op_; }
+  void begin_graph_capture(std::vector<std::span<const int32_t>> inputs) override;
+  std::unique_ptr<OpGraph> end_graph_capture() override;
+  void abort_graph_capture() override;
+  uint64_t memory_epoch() const override { return memory_epoch_; }
+
   void linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) override;
   void embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) override;
   void gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) override;
@@ -62,7 +69,7 @@ class CudaBackend final : public Backend {
   // ---- for the op files (engine/backend/cuda/cuda_*.cpp) ----
   // A host index span on the device, valid until the next synchronize(); the same span (pointer, length and
   // contents) asked again before then is not uploaded again.
-  kern::I32Span upload(std::span<const int32_t> host) { return staging_.upload(host, stream_); }
+  kern::I32Span upload(std::span<const int32_t> host) { return (recording_ ? *recording_ : staging_).upload(host, stream_); }
   // Named grow-only device scratch for an op's temporaries (quantized activations, split-K partials). Ops run in
   // stream order, so one op's workspace may be reused by the next; the pointer is valid until the next call
   // with the same name asks for more bytes.
@@ -81,6 +88,8 @@ class CudaBackend final : public Backend {
   bool sync_every_op_ = false;
   std::shared_ptr<DeviceArena> arena_;
   HostStaging staging_;
+  std::unique_ptr<HostStaging> recording_;  // during a graph capture: the staging the graph will own
+  uint64_t memory_epoch_ = 0;
   std::map<std::string, Buffer, std::less<>> workspaces_;
   std::vector<uint8_t> host_rows_;  // embedding rows gathered from a host table
   kern::DeviceFault* fault_host_ = nullptr;    // pinned, mapped

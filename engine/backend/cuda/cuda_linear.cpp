@@ -57,6 +57,15 @@ kern::LinearArgs linear_args(const Tensor& y, const Tensor& x, const LinearDims&
   return a;
 }
 
+// W4A4: the activation quantizer into the op's workspace, then the GEMV/GEMM, with the decode kernels of `gemv`.
+void linear_w4a4_on(CudaBackend& b, const kern::LinearArgs& a, const kern::Nvfp4WeightView& v, kern::W4a4Gemv gemv) {
+  void* act = b.workspace("linear.nvfp4_act", kern::nvfp4_act_bytes(a.M, a.K));
+  kern::nvfp4_quantize_act(b.stream(), a.x, a.xs, a.M, a.K, v.trailer + 1, act, gemv);
+  b.after_launch("linear");
+  kern::linear_nvfp4_w4a4(b.stream(), a, v, act, sm_count(b.device_index()), gemv);
+  b.after_launch("linear");
+}
+
 }  // namespace
 
 void CudaBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) {
@@ -75,14 +84,19 @@ void CudaBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool
     after_launch("linear");
     return;
   }
-  void* act = workspace("linear.nvfp4_act", kern::nvfp4_act_bytes(d.M, d.K));
-  kern::nvfp4_quantize_act(stream_, a.x, a.xs, d.M, d.K, v.trailer + 1, act);
-  after_launch("linear");
-  kern::linear_nvfp4_w4a4(stream_, a, v, act, sms);
-  after_launch("linear");
+  linear_w4a4_on(*this, a, v, kern::kW4a4GemvDefault);
 }
 
-Nvfp4QuantizedRows nvfp4_quantize_rows(Backend& backend, const Tensor& x, float input_scale) {
+void linear_w4a4(Backend& backend, const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate,
+                 kern::W4a4Gemv gemv) {
+  auto& b = dynamic_cast<CudaBackend&>(backend);
+  const LinearDims d = check_linear(y, x, w, Device::kCuda);
+  if (w.dtype != DType::kNVFP4) fail(ErrorKind::kInvalidArgument, "linear_w4a4: {} is not nvfp4", w.describe());
+  if (d.M == 0 || d.N == 0) return;
+  linear_w4a4_on(b, linear_args(y, x, d, accumulate), nvfp4_view(w), gemv);
+}
+
+Nvfp4QuantizedRows nvfp4_quantize_rows(Backend& backend, const Tensor& x, float input_scale, kern::W4a4Gemv quantizer) {
   auto& b = dynamic_cast<CudaBackend&>(backend);
   check_f32_on("nvfp4_quantize_rows", "x", x, Device::kCuda);
   const int64_t M = x.rows(), K = x.row_size();
@@ -93,7 +107,7 @@ Nvfp4QuantizedRows nvfp4_quantize_rows(Backend& backend, const Tensor& x, float 
   auto* scale = static_cast<float*>(b.workspace("nvfp4_quantize_rows.scale", sizeof(float)));
   NINFER_CUDA_CHECK(cudaMemcpyAsync(scale, &input_scale, sizeof(float), cudaMemcpyHostToDevice, b.stream()));
   void* act = b.workspace("nvfp4_quantize_rows.act", kern::nvfp4_act_bytes(M, K));
-  kern::nvfp4_quantize_act(b.stream(), static_cast<const float*>(x.data), x.row_stride(), M, K, scale, act);
+  kern::nvfp4_quantize_act(b.stream(), static_cast<const float*>(x.data), x.row_stride(), M, K, scale, act, quantizer);
   b.after_launch("nvfp4_quantize_rows");
   std::vector<uint8_t> raw(kern::nvfp4_act_bytes(M, K));
   NINFER_CUDA_CHECK(cudaMemcpyAsync(raw.data(), act, raw.size(), cudaMemcpyDeviceToHost, b.stream()));
