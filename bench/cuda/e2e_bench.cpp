@@ -79,6 +79,7 @@ class DeviceWeights {
     for (size_t at = 0; at < L.scales_offset; at += pattern_.size())
       std::memcpy(host_.data() + at, pattern_.data(), std::min(pattern_.size(), L.scales_offset - at));
     std::memset(host_.data() + L.scales_offset, 0x38, L.tensor_scale_offset - L.scales_offset);  // e4m3 1.0
+    std::memset(host_.data() + L.tensor_scale_offset, 0, L.total_bytes - L.tensor_scale_offset);
     const float trailer[2] = {1e-3f, 0.0f};  // weight_scale_2, input_scale (0: dynamic)
     std::memcpy(host_.data() + L.tensor_scale_offset, trailer, sizeof(trailer));
     upload(be, bytes, host_);

@@ -52,6 +52,10 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   spdlog::default_logger_raw();
   if (options_.max_context <= 0 || options_.prefill_chunk <= 0 || options_.max_concurrency <= 0)
     fail(ErrorKind::kInvalidArgument, "engine options: max_context, prefill_chunk and max_concurrency must be positive");
+  if (config_.exact_context_limit > 0 && options_.max_context > config_.exact_context_limit)
+    fail(ErrorKind::kUnsupported, "max_context {} is longer than the model's sliding window of {} tokens (config.json "
+         "sliding_window): positions past it would attend to a window only, which ninfer does not compute; use "
+         "--max-context {} or less", options_.max_context, config_.exact_context_limit, config_.exact_context_limit);
   if (options_.kv_capacity == 0) options_.kv_capacity = options_.max_concurrency * options_.max_context;
   if (!options_.output_ids.empty()) {
     if (static_cast<int64_t>(options_.output_ids.size()) != config_.vocab_size)

@@ -14,6 +14,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
+#include "engine/runtime/engine.h"
 #include "tests/model/reference_model.h"
 
 namespace ninfer {
@@ -159,6 +160,26 @@ TEST(HfConfig, LoadRefusesAnArtifactWhoseConfigIsRefused) {
     EXPECT_NE(std::string(e.what()).find("rope_scaling.rope_type' is 'yarn'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
+}
+
+// qwen3_legacy_fields slides its layers from max_window_layers on with a window of 2048 = max_position_embeddings:
+// accepted, as exact only up to 2048 tokens. An engine asked for a longer context says why instead of attending past
+// the window in full.
+TEST(HfConfig, AContextPastAnAcceptedSlidingWindowIsRefused) {
+  testing::TempDir dir;
+  const std::string out = dir.file("windowed.ninfer");
+  pack_artifact({.hf_dir = kRoot + "models/qwen3_legacy_fields", .output = out, .show_progress = false});
+  const Artifact a = Artifact::open(out, {.verify_checksums = false, .show_progress = false});
+  const ModelConfig c = load_model_config(a);
+  ASSERT_EQ(c.exact_context_limit, 2048);
+  try {
+    Engine engine(a, c, {.max_context = 4096, .max_concurrency = 1, .threads = 1});
+    ADD_FAILURE() << "an engine with a 4096-token context was built";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("sliding window of 2048 tokens"), std::string::npos) << e.what();
+  }
+  Engine fits(a, c, {.max_context = 2048, .max_concurrency = 1, .threads = 1});
 }
 
 }  // namespace
