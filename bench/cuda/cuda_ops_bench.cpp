@@ -171,6 +171,7 @@ int main(int argc, char** argv) {
     const double s = time_op(*be, 10, [&] { be->copy(tb, ta); });
     rep.copy_bw = 2.0 * double(n) * 4 / s;
   }
+  e2e.device = device;
   if (run_e2e) return bench::run_e2e_bench(e2e, *be, rep.copy_bw);
   fmt::print("backend {}\ndevice-to-device copy: {:.1f} GB/s (bytes read + written)\n\n", be->name(), rep.copy_bw / 1e9);
   fmt::print("{:<28} {:<34} {:>10} {:>9} {:>8} {:>9}\n", "op", "shape", "us", "GB/s", "of copy", "TFLOP/s");

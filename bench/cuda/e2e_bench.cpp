@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/artifact/dtype.h"
+#include "engine/backend/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 #include "engine/model/weight_shard.h"
@@ -108,6 +109,7 @@ class DeviceWeights {
 
 struct Row {
   int64_t context = 0;
+  const char* gemv = "";
   bool graphs = false;
   double prefill_tok_s = 0, decode_tok_s = 0, step_bytes = 0;
   int64_t replays = 0;
@@ -143,44 +145,49 @@ int run_e2e_bench(const E2eOptions& o, Backend& be, double bw) {
   const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
 
   std::vector<Row> rows;
-  for (bool graphs : {false, true}) {
-    Model model(c, weights.bind(c), be);
-    model.enable_step_graphs(graphs);
-    KvCache kv(be, c, KvCacheConfig{.block_size = kBlock,
-                                     .num_blocks = (max_context + o.decode_steps + 4 + kBlock - 1) / kBlock + 1,
-                                     .dtype = DType::kI8});
-    LinearStateCache state(be, c, 1, 0, 0);
-    ModelRunner runner(model, kv, state);
-    SeqId id = 0;
-    for (int64_t context : o.contexts) {
-      ++id;
-      const int32_t slot = state.acquire();
-      std::vector<int32_t> prompt(static_cast<size_t>(context));
-      for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % kTokenRows);
-      const auto t0 = Clock::now();
-      for (int64_t at = 0; at < context; at += o.prefill_chunk) {
-        const int64_t n = std::min(o.prefill_chunk, context - at);
-        const SequenceStep s{id, slot, at, std::span(prompt).subspan(static_cast<size_t>(at), static_cast<size_t>(n))};
-        runner.step(std::span(&s, 1));
+  for (auto [kernels, gemv] : {std::pair{W4a4Decode::kTiled, "tiled"}, std::pair{W4a4Decode::kStream, "stream"}}) {
+    for (bool graphs : {false, true}) {
+      // A backend of its own per W4A4 kernel set, on the weights' device (one context: the weights are usable there).
+      std::unique_ptr<Backend> run_be = make_cuda_backend({.device = o.device, .w4a4_decode = kernels});
+      Backend& be_run = *run_be;
+      Model model(c, weights.bind(c), be_run);
+      model.enable_step_graphs(graphs);
+      KvCache kv(be_run, c, KvCacheConfig{.block_size = kBlock,
+                                       .num_blocks = (max_context + o.decode_steps + 4 + kBlock - 1) / kBlock + 1,
+                                       .dtype = DType::kI8});
+      LinearStateCache state(be_run, c, 1, 0, 0);
+      ModelRunner runner(model, kv, state);
+      SeqId id = 0;
+      for (int64_t context : o.contexts) {
+        ++id;
+        const int32_t slot = state.acquire();
+        std::vector<int32_t> prompt(static_cast<size_t>(context));
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % kTokenRows);
+        const auto t0 = Clock::now();
+        for (int64_t at = 0; at < context; at += o.prefill_chunk) {
+          const int64_t n = std::min(o.prefill_chunk, context - at);
+          const SequenceStep s{id, slot, at, std::span(prompt).subspan(static_cast<size_t>(at), static_cast<size_t>(n))};
+          runner.step(std::span(&s, 1));
+        }
+        Row r{context, gemv, graphs};
+        r.prefill_tok_s = static_cast<double>(context) / seconds_since(t0);
+        int64_t pos = context;
+        int32_t token = 1;
+        auto decode = [&] {
+          const SequenceStep s{id, slot, pos++, std::span(&token, 1)};
+          runner.step(std::span(&s, 1));
+        };
+        decode(), decode();  // a shape's first step runs eagerly, the second records its graph
+        const int64_t replays0 = graphs ? model.step_graph_stats()->replays : 0;
+        const auto t1 = Clock::now();
+        for (int i = 0; i < o.decode_steps; ++i) decode();
+        r.decode_tok_s = o.decode_steps / seconds_since(t1);
+        r.replays = graphs ? model.step_graph_stats()->replays - replays0 : 0;
+        r.step_bytes = static_cast<double>(weights.step_bytes()) + kv_per_token * static_cast<double>(context) + gdn_state;
+        rows.push_back(r);
+        kv.release(id);
+        state.release(slot);
       }
-      Row r{context, graphs};
-      r.prefill_tok_s = static_cast<double>(context) / seconds_since(t0);
-      int64_t pos = context;
-      int32_t token = 1;
-      auto decode = [&] {
-        const SequenceStep s{id, slot, pos++, std::span(&token, 1)};
-        runner.step(std::span(&s, 1));
-      };
-      decode(), decode();  // a shape's first step runs eagerly, the second records its graph
-      const int64_t replays0 = graphs ? model.step_graph_stats()->replays : 0;
-      const auto t1 = Clock::now();
-      for (int i = 0; i < o.decode_steps; ++i) decode();
-      r.decode_tok_s = o.decode_steps / seconds_since(t1);
-      r.replays = graphs ? model.step_graph_stats()->replays - replays0 : 0;
-      r.step_bytes = static_cast<double>(weights.step_bytes()) + kv_per_token * static_cast<double>(context) + gdn_state;
-      rows.push_back(r);
-      kv.release(id);
-      state.release(slot);
     }
   }
 
@@ -188,10 +195,10 @@ int run_e2e_bench(const E2eOptions& o, Backend& be, double bw) {
              o.config, c.model_type, o.tp > 1 ? fmt::format("one GPU's shard of TP{}", o.tp) : std::string("whole"),
              c.num_layers, c.num_linear_attention_layers(), c.num_full_attention_layers(), c.hidden_size);
   fmt::print("device: {}; copy bandwidth (read + write) {:.1f} GB/s, same run\n\n", be.name(), bw / 1e9);
-  fmt::print("| context | step graphs | prefill tok/s | decode tok/s | decode step ms | GB read per step | roofline tok/s "
-             "| decode % of roofline | steps from graphs |\n|---|---|---|---|---|---|---|---|---|\n");
+  fmt::print("| context | W4A4 decode | step graphs | prefill tok/s | decode tok/s | decode step ms | GB read per step "
+             "| roofline tok/s | decode % of roofline | steps from graphs |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows)
-    fmt::print("| {} | {} | {:.0f} | {:.1f} | {:.2f} | {:.3f} | {:.1f} | {:.0f}% | {} |\n", r.context,
+    fmt::print("| {} | {} | {} | {:.0f} | {:.1f} | {:.2f} | {:.3f} | {:.1f} | {:.0f}% | {} |\n", r.context, r.gemv,
                r.graphs ? "on" : "off", r.prefill_tok_s, r.decode_tok_s, 1e3 / r.decode_tok_s, r.step_bytes / 1e9,
                bw / r.step_bytes, 100.0 * r.decode_tok_s * r.step_bytes / bw, r.graphs ? std::to_string(r.replays) : "-");
   return 0;

@@ -1,11 +1,16 @@
 // Owns the public entry to the CUDA backend: its options and factory (a build without CUDA says so when asked).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "engine/backend/backend.h"
 
 namespace ninfer {
+
+// The W4A4 decode kernels (M ≤ 8 rows) of NVFP4 linears: kDefault is the set the last GPU measurement chose
+// (kern::kW4a4GemvDefault); kTiled and kStream pick one, for side-by-side runs (docs/gpu.md, the streaming GEMV).
+enum class W4a4Decode : uint8_t { kDefault, kTiled, kStream };
 
 struct CudaBackendOptions {
   int device = 0;  // CUDA device index (cudaSetDevice)
@@ -13,6 +18,7 @@ struct CudaBackendOptions {
   // Synchronize and check for errors after every op, so an asynchronous fault names the op that caused it
   // (also set by the environment variable NINFER_CUDA_SYNC=1). Slow: for debugging and the GPU check script.
   bool sync_every_op = false;
+  W4a4Decode w4a4_decode = W4a4Decode::kDefault;
 };
 
 // Whether this binary contains the CUDA backend (built with NINFER_CUDA).

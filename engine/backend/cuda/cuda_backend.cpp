@@ -46,6 +46,9 @@ cudaMemcpyKind copy_kind(Device dst, Device src) {
 CudaBackend::CudaBackend(const CudaBackendOptions& options)
     : device_(options.device),
       nvfp4_activations_(options.nvfp4_activations),
+      w4a4_gemv_(options.w4a4_decode == W4a4Decode::kTiled    ? kern::W4a4Gemv::kTiled
+                 : options.w4a4_decode == W4a4Decode::kStream ? kern::W4a4Gemv::kStream
+                                                              : kern::kW4a4GemvDefault),
       sync_every_op_(options.sync_every_op || env_flag("NINFER_CUDA_SYNC")) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);

@@ -14,6 +14,7 @@
 #include "engine/backend/cuda/host_staging.h"
 #include "engine/backend/cuda_backend.h"
 #include "kernels/common/kview.h"
+#include "kernels/gemm/gemm.h"
 
 namespace ninfer::cuda {
 
@@ -85,6 +86,7 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   cudaStream_t stream_ = nullptr;
   Nvfp4Activations nvfp4_activations_;
+  kern::W4a4Gemv w4a4_gemv_;  // the W4A4 decode kernels linear() runs
   bool sync_every_op_ = false;
   std::shared_ptr<DeviceArena> arena_;
   HostStaging staging_;

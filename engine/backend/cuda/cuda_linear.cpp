@@ -84,7 +84,7 @@ void CudaBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool
     after_launch("linear");
     return;
   }
-  linear_w4a4_on(*this, a, v, kern::kW4a4GemvDefault);
+  linear_w4a4_on(*this, a, v, w4a4_gemv_);
 }
 
 void linear_w4a4(Backend& backend, const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate,
