@@ -209,6 +209,7 @@ SubmitOutcome Engine::submit(EngineRequest request, std::shared_ptr<RequestObser
   seq->tokens = request.prompt;
   seq->sampler.emplace(request.sampling, std::random_device{}() ^ (uint64_t(seq->id) << 32), request.prompt);
   seq->request = std::move(request);
+  seq->sampler->set_constraint(seq->request.constraint.get());
   seq->observer = std::move(observer);
   out.id = seq->id;
   {
@@ -450,18 +451,29 @@ void Engine::step() {
     logit_row += nrows;
     std::optional<FinishReason> reason;
     std::vector<OutputToken> out;
-    if (block_of_[i] >= 0) {
-      reason = commit_block(s, i, rows, out);
-    } else {
-      s.computed = plan[i].end;
-      if (prefix_) note_progress(s, begin);
-      if (!s.prefilling()) {  // a prompt chunk that does not finish the prompt has nothing to sample
-        if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
-        std::copy_n(rows.begin(), V, row_.begin());
-        mask(row_);
-        bool forced = false;
-        reason = commit(s, s.sampler->sample(row_), out, forced);
+    std::string sampling_failed;  // a request's constraint refused a token: that request ends, the others go on
+    try {
+      if (block_of_[i] >= 0) {
+        reason = commit_block(s, i, rows, out);
+      } else {
+        s.computed = plan[i].end;
+        if (prefix_) note_progress(s, begin);
+        if (!s.prefilling()) {  // a prompt chunk that does not finish the prompt has nothing to sample
+          if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
+          std::copy_n(rows.begin(), V, row_.begin());
+          mask(row_);
+          bool forced = false;
+          reason = commit(s, s.sampler->sample(row_), out, forced);
+        }
       }
+    } catch (const std::exception& e) {
+      sampling_failed = e.what();
+    }
+    if (!sampling_failed.empty()) {
+      spdlog::error("request {}: choosing its next token failed, the request ends: {}", s.id, sampling_failed);
+      if (!out.empty() && s.observer) deliver(s, out);
+      finish(scheduler_->remove(s.id), FinishReason::kError, "choosing the next token failed: " + sampling_failed);
+      continue;
     }
     if (!out.empty() && s.observer)
       if (std::optional<std::string> failed = deliver(s, out)) {

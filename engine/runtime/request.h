@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/constrain/logit_constraint.h"
 #include "engine/runtime/sampling.h"
 #include "engine/spec/spec_stats.h"
 
@@ -46,6 +47,8 @@ struct EngineRequest {
   int64_t max_tokens = 0;             // 0 = up to the context limit
   std::vector<int32_t> stop_ids;      // generating one of these ends the request (kEos); it is reported
   std::shared_ptr<TokenController> controller;
+  // Masks every output row and follows the output (structured output, forced tool calls); null = unconstrained.
+  std::shared_ptr<LogitConstraint> constraint;
 };
 
 struct OutputToken {

@@ -47,6 +47,7 @@ Sampler::Sampler(const SamplingParams& params, uint64_t fallback_seed, std::span
 }
 
 void Sampler::observe(int32_t id) {
+  if (constraint_) constraint_->accept(id);
   output_counts_[id]++;
   if (params_.repetition_penalty != 1.0f) {
     if (id >= static_cast<int32_t>(seen_.size())) seen_.resize(static_cast<size_t>(id) + 1, 0);
@@ -66,6 +67,7 @@ void Sampler::apply_penalties(std::span<float> logits) const {
 }
 
 TokenDist Sampler::distribution(std::span<float> logits) {
+  if (constraint_) constraint_->mask(logits);
   apply_penalties(logits);
   if (params_.greedy || params_.temperature <= 0.0f) {
     order_.assign(1, argmax(logits));

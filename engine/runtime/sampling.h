@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/constrain/logit_constraint.h"
 #include "engine/spec/rejection_sampler.h"
 
 namespace ninfer {
@@ -38,6 +39,10 @@ class Sampler {
   // `fallback_seed` is used when params.seed is unset (the engine draws it per request).
   Sampler(const SamplingParams& params, uint64_t fallback_seed, std::span<const int32_t> prompt);
 
+  // A constraint (not owned; it must outlive the sampler) masks every distribution after the raw logits were kept
+  // for logprobs, and follows every recorded token: logprobs stay those of the model.
+  void set_constraint(LogitConstraint* constraint) { constraint_ = constraint; }
+
   // Picks the next token from `logits` ([vocab], modified in place) and records it for the penalties.
   SampledToken sample(std::span<float> logits);
   // Speculative verification of `draft` against these logits (modified in place): the same processed distribution
@@ -47,7 +52,7 @@ class Sampler {
   SampledToken verify(std::span<float> logits, int32_t draft, bool& accepted);
   // Records a token that was appended without sampling (a forced token), for the penalties.
   void observe(int32_t id);
-  // The distribution sample() draws from for these logits (modified in place): penalties, then temperature,
+  // The distribution sample() draws from for these logits (modified in place): the constraint's mask, penalties, then temperature,
   // top-k, min-p, top-p. Greedy: the argmax alone. Valid until the next call on this sampler.
   TokenDist distribution(std::span<float> logits);
 
@@ -57,6 +62,7 @@ class Sampler {
   void apply_penalties(std::span<float> logits) const;
 
   SamplingParams params_;
+  LogitConstraint* constraint_ = nullptr;
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int32_t> output_counts_;
   std::vector<uint8_t> seen_;  // prompt ∪ output membership for the repetition penalty (by id)

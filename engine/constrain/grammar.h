@@ -1,0 +1,106 @@
+// Owns the grammar that constrained decoding runs: rules of alternatives over byte sets and rule references,
+// built from expressions (literal, byte set, sequence, choice, repetition) and lowered to a flat element array.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ninfer::constrain {
+
+// A set of byte values.
+struct ByteSet {
+  std::array<uint64_t, 4> bits{};
+  static ByteSet of(uint8_t b) { ByteSet s; s.add(b, b); return s; }
+  static ByteSet range(uint8_t lo, uint8_t hi) { ByteSet s; s.add(lo, hi); return s; }
+  void add(uint8_t lo, uint8_t hi) {
+    for (unsigned b = lo; b <= hi; ++b) bits[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  void add(const ByteSet& o) { for (size_t i = 0; i < 4; ++i) bits[i] |= o.bits[i]; }
+  bool has(uint8_t b) const { return (bits[b >> 6] >> (b & 63)) & 1; }
+  bool operator==(const ByteSet&) const = default;
+};
+
+// An expression of the grammar language. Cheap to copy (shared nodes).
+class Expr {
+ public:
+  enum class Kind { kBytes, kRule, kSeq, kChoice, kRepeat };
+  static constexpr int32_t kUnbounded = -1;
+
+  static Expr bytes(const ByteSet& set);
+  static Expr literal(std::string_view text);         // the bytes of `text`, in order ("" = empty)
+  static Expr rule(uint32_t id);                      // a reference to a named rule (recursion)
+  static Expr seq(std::vector<Expr> items);
+  static Expr choice(std::vector<Expr> options);
+  static Expr repeat(Expr item, int32_t min, int32_t max);  // max = kUnbounded for no limit
+  static Expr optional(Expr item) { return repeat(std::move(item), 0, 1); }
+  static Expr star(Expr item) { return repeat(std::move(item), 0, kUnbounded); }
+  static Expr empty() { return seq({}); }
+
+  struct Node;
+  const Node& node() const { return *node_; }
+
+ private:
+  std::shared_ptr<const Node> node_;
+};
+
+struct Expr::Node {
+  Kind kind;
+  ByteSet set;               // kBytes
+  uint32_t rule = 0;         // kRule
+  std::vector<Expr> items;   // kSeq, kChoice, kRepeat (one item)
+  int32_t min = 0, max = 0;  // kRepeat
+};
+
+// One element of a lowered rule alternative.
+struct Element {
+  enum class Kind : uint8_t { kBytes, kRef, kEnd };
+  Kind kind;
+  uint32_t arg = 0;  // kBytes: index into Grammar::sets(); kRef: rule id
+};
+
+// A grammar: named rules, each a choice of alternatives; the root rule is rule 0 unless set. Lowered into one
+// element array where every alternative ends with kEnd; a position (index into elements()) is what a matcher
+// stack holds. Repetition lowers to right recursion (X* → R := X R | ε), which matchers run without growing.
+class Grammar {
+ public:
+  // Declares a rule (for recursion) and returns its id; define it later with define().
+  uint32_t declare(std::string name);
+  void define(uint32_t rule, const Expr& body);
+  uint32_t add(std::string name, const Expr& body) { const uint32_t r = declare(std::move(name)); define(r, body); return r; }
+  void set_root(uint32_t rule) { root_ = rule; }
+
+  uint32_t root() const { return root_; }
+  const std::vector<Element>& elements() const { return elements_; }
+  const std::vector<ByteSet>& sets() const { return sets_; }
+  // Positions of the first element of each alternative of `rule`.
+  const std::vector<uint32_t>& alternatives(uint32_t rule) const { return rules_[rule].alts; }
+  const std::string& rule_name(uint32_t rule) const { return rules_[rule].name; }
+  size_t rule_count() const { return rules_.size(); }
+  // Throws Error(kInternal) naming a rule that was declared but never defined.
+  void check_complete() const;
+  // The grammar in a GBNF-like text form, for logs and tests.
+  std::string to_string() const;
+
+ private:
+  struct Rule {
+    std::string name;
+    std::vector<uint32_t> alts;
+    bool defined = false;
+  };
+  // Appends one alternative (a flattened sequence) and returns its start position.
+  uint32_t emit_alternative(const std::vector<Expr>& items, const std::string& owner);
+  void flatten(const Expr& e, std::vector<Element>& out, const std::string& owner);
+  uint32_t set_index(const ByteSet& s);
+  uint32_t helper_rule(const Expr& body, const std::string& owner);
+
+  std::vector<Rule> rules_;
+  std::vector<Element> elements_;
+  std::vector<ByteSet> sets_;
+  uint32_t root_ = 0;
+};
+
+}  // namespace ninfer::constrain

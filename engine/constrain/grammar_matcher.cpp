@@ -1,0 +1,124 @@
+#include "engine/constrain/grammar_matcher.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+
+namespace ninfer::constrain {
+
+bool StackSet::complete() const {
+  bool found = false;
+  for_each([&](std::span<const uint32_t> s) { found = found || s.empty(); });
+  return found;
+}
+
+bool StackSet::can_continue() const {
+  bool found = false;
+  for_each([&](std::span<const uint32_t> s) { found = found || !s.empty(); });
+  return found;
+}
+
+size_t StackSet::count() const {
+  size_t n = 0;
+  for_each([&](std::span<const uint32_t>) { ++n; });
+  return n;
+}
+
+void GrammarMatcher::add(const std::vector<uint32_t>& stack, StackSet& out) const {
+  size_t count = 0;
+  for (size_t i = 0; i < out.data.size();) {
+    const uint32_t n = out.data[i];
+    if (n == stack.size() && std::equal(stack.begin(), stack.end(), out.data.begin() + static_cast<std::ptrdiff_t>(i) + 1))
+      return;  // already there
+    i += 1 + n;
+    ++count;
+  }
+  if (count >= kMaxStacks)
+    fail(ErrorKind::kInvalidArgument,
+         "the output grammar is too ambiguous: more than {} parses of one prefix (simplify the schema)", kMaxStacks);
+  out.data.push_back(static_cast<uint32_t>(stack.size()));
+  out.data.insert(out.data.end(), stack.begin(), stack.end());
+}
+
+void GrammarMatcher::closure(std::vector<uint32_t>& stack, StackSet& out, int depth) const {
+  if (depth > kMaxDepth)
+    fail(ErrorKind::kInvalidArgument,
+         "the output grammar nests deeper than {} rules without producing a byte (left recursion?)", kMaxDepth);
+  if (stack.empty()) {
+    add(stack, out);
+    return;
+  }
+  const uint32_t p = stack.back();
+  const Element& el = g_.elements()[p];
+  if (el.kind == Element::Kind::kBytes) {
+    add(stack, out);
+    return;
+  }
+  // A rule reference: replace it by what follows it in its alternative (if anything), then by each alternative.
+  stack.pop_back();
+  const bool has_next = g_.elements()[p + 1].kind != Element::Kind::kEnd;
+  if (has_next) stack.push_back(p + 1);
+  for (uint32_t alt : g_.alternatives(el.arg)) {
+    if (g_.elements()[alt].kind == Element::Kind::kEnd) {  // the empty alternative
+      closure(stack, out, depth + 1);
+    } else {
+      stack.push_back(alt);
+      closure(stack, out, depth + 1);
+      stack.pop_back();
+    }
+  }
+  if (has_next) stack.pop_back();
+  stack.push_back(p);
+}
+
+StackSet GrammarMatcher::start() const {
+  StackSet out;
+  std::vector<uint32_t> stack;
+  for (uint32_t alt : g_.alternatives(g_.root())) {
+    stack.clear();
+    if (g_.elements()[alt].kind != Element::Kind::kEnd) stack.push_back(alt);
+    closure(stack, out, 0);
+  }
+  return out;
+}
+
+StackSet GrammarMatcher::frame(uint32_t position) const {
+  StackSet out;
+  std::vector<uint32_t> stack{position};
+  closure(stack, out, 0);
+  return out;
+}
+
+bool GrammarMatcher::advance(const StackSet& in, uint8_t byte, StackSet& out) const {
+  out.clear();
+  thread_local std::vector<uint32_t> stack;
+  in.for_each([&](std::span<const uint32_t> s) {
+    if (s.empty()) return;
+    const uint32_t p = s.back();
+    if (!g_.sets()[g_.elements()[p].arg].has(byte)) return;
+    stack.assign(s.begin(), s.end() - 1);
+    if (g_.elements()[p + 1].kind != Element::Kind::kEnd) stack.push_back(p + 1);
+    closure(stack, out, 0);
+  });
+  return !out.dead();
+}
+
+bool GrammarMatcher::accepts(const StackSet& in, std::string_view bytes) const {
+  StackSet a = in, b;
+  for (char c : bytes) {
+    if (!advance(a, static_cast<uint8_t>(c), b)) return false;
+    std::swap(a, b);
+  }
+  return true;
+}
+
+bool GrammarMatcher::matches(std::string_view text) const {
+  StackSet a = start(), b;
+  for (char c : text) {
+    if (!advance(a, static_cast<uint8_t>(c), b)) return false;
+    std::swap(a, b);
+  }
+  return a.complete();
+}
+
+}  // namespace ninfer::constrain

@@ -1,0 +1,66 @@
+// Owns running a Grammar over bytes: the set of parse stacks a prefix can be in, advanced one byte at a time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "engine/constrain/grammar.h"
+
+namespace ninfer::constrain {
+
+// The parse stacks of one prefix, flat: for each stack its length n, then n positions bottom first. A position is
+// an index into Grammar::elements(); the top of every stack is a byte-set element. The empty stack (n = 0) means
+// the grammar is complete at this point. No stacks at all: the prefix is not in the language.
+struct StackSet {
+  std::vector<uint32_t> data;
+
+  bool dead() const { return data.empty(); }
+  bool complete() const;      // one of the stacks is empty
+  bool can_continue() const;  // one of the stacks is not empty
+  size_t count() const;
+  void clear() { data.clear(); }
+  // Calls f(std::span<const uint32_t> stack) for every stack.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (size_t i = 0; i < data.size();) {
+      const uint32_t n = data[i];
+      f(std::span<const uint32_t>(data.data() + i + 1, n));
+      i += 1 + n;
+    }
+  }
+};
+
+// Stateless over a Grammar (which must outlive it): computes the stacks after a byte. Nondeterminism is kept as
+// several stacks, deduplicated; a grammar that needs more than kMaxStacks at once, or expands rules deeper than
+// kMaxDepth without consuming a byte (left recursion), is refused with Error(kInvalidArgument).
+class GrammarMatcher {
+ public:
+  static constexpr size_t kMaxStacks = 512;
+  static constexpr int kMaxDepth = 256;
+
+  explicit GrammarMatcher(const Grammar& grammar) : g_(grammar) {}
+
+  // The stacks before any byte: the root rule's alternatives, expanded.
+  StackSet start() const;
+  // The stacks of one frame: `position` (a byte-set element) on an otherwise empty stack. Its empty stack then means
+  // "the frame's alternative is finished", the rest of the real stack being unknown (mask precomputation).
+  StackSet frame(uint32_t position) const;
+  // out = the stacks after `byte` from `in` (out is cleared first). Returns !out.dead().
+  bool advance(const StackSet& in, uint8_t byte, StackSet& out) const;
+  // Runs `bytes` from `in`; true when all were consumed with some stack left.
+  bool accepts(const StackSet& in, std::string_view bytes) const;
+  // Whether `text` is a complete sentence of the grammar.
+  bool matches(std::string_view text) const;
+
+  const Grammar& grammar() const { return g_; }
+
+ private:
+  void closure(std::vector<uint32_t>& stack, StackSet& out, int depth) const;
+  void add(const std::vector<uint32_t>& stack, StackSet& out) const;
+
+  const Grammar& g_;
+};
+
+}  // namespace ninfer::constrain

@@ -1,0 +1,144 @@
+// Constrained decoding in the engine on ninfer-tiny: every output is a sentence of its schema (and JSON), greedy
+// outputs with a drafter (random, oracle) equal those without, sampled outputs are sentences too, and a constraint
+// that fails ends its request alone.
+#include <gtest/gtest.h>
+
+#include "engine/constrain/grammar_constraint.h"
+#include "engine/constrain/json_grammar.h"
+#include "engine/core/error.h"
+#include "tests/spec/spec_test_util.h"
+#include "tests/spec/test_drafters.h"
+
+namespace ninfer::testing {
+namespace {
+
+using constrain::CompiledGrammar;
+using constrain::GrammarConstraint;
+using constrain::JsonGrammar;
+using ojson = nlohmann::ordered_json;
+
+const char* kSchemas[] = {
+    R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"age":{"type":"integer"},"ok":{"type":"boolean"}},"required":["name","age","ok"]})",
+    R"({"type":"array","items":{"enum":["red","green","blue"]},"minItems":1,"maxItems":4})",
+    R"({"type":"object","properties":{"kind":{"const":"point"},"xy":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2}},"required":["kind","xy"]})",
+};
+
+struct Constrained : ::testing::Test {
+  static void SetUpTestSuite() {
+    model = std::make_unique<ReferenceModel>(ReferenceModel::Packed{kTinyArtifact});
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_json(*model->artifact->blob("tokenizer.json")));
+    vocab = constrain::TokenVocabulary::from_tokenizer(*tokenizer);
+  }
+  static void TearDownTestSuite() { model.reset(), tokenizer.reset(), vocab.reset(); }
+  static std::unique_ptr<ReferenceModel> model;
+  static std::unique_ptr<Tokenizer> tokenizer;
+  static std::shared_ptr<const constrain::TokenVocabulary> vocab;
+
+  int32_t end_id() const { return tokenizer->require_token_id("<|im_end|>"); }
+
+  // Fresh requests (a constraint follows one request) over shared compiled grammars.
+  std::vector<EngineRequest> requests(const std::vector<std::shared_ptr<CompiledGrammar>>& grammars, bool greedy) const {
+    std::vector<EngineRequest> reqs;
+    const auto V = static_cast<int32_t>(model->config.vocab_size);
+    for (size_t i = 0; i < grammars.size(); ++i) {
+      EngineRequest r;
+      r.prompt = random_prompt(7 + 5 * i, V, 10 + i);
+      r.sampling.greedy = greedy;
+      r.sampling.seed = 1000 + i;
+      r.max_tokens = 160;
+      r.stop_ids = {end_id()};
+      r.constraint = std::make_shared<GrammarConstraint>(grammars[i], constrain::GrammarConstraintOptions{{end_id()}, {}});
+      reqs.push_back(std::move(r));
+    }
+    return reqs;
+  }
+
+  std::vector<std::shared_ptr<CompiledGrammar>> grammars() const {
+    std::vector<std::shared_ptr<CompiledGrammar>> out;
+    for (const char* s : kSchemas)
+      out.push_back(std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(s)), vocab));
+    return out;
+  }
+
+  void expect_sentences(const EngineRun& run, const std::vector<std::shared_ptr<CompiledGrammar>>& gs) const {
+    for (size_t i = 0; i < run.tokens.size(); ++i) {
+      ASSERT_EQ(run.results[i].reason, FinishReason::kEos) << "request " << i << ": " << run.results[i].error;
+      std::vector<int32_t> ids = run.tokens[i];
+      ASSERT_EQ(ids.back(), end_id());
+      ids.pop_back();
+      const std::string text = tokenizer->decode(ids);
+      EXPECT_TRUE(nlohmann::json::accept(text)) << "not JSON: " << text;
+      EXPECT_TRUE(constrain::GrammarMatcher(gs[i]->grammar()).matches(text)) << text;
+    }
+  }
+};
+std::unique_ptr<ReferenceModel> Constrained::model;
+std::unique_ptr<Tokenizer> Constrained::tokenizer;
+std::shared_ptr<const constrain::TokenVocabulary> Constrained::vocab;
+
+TEST_F(Constrained, GreedyOutputsAreSentencesAndDraftersChangeNothing) {
+  const auto gs = grammars();
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  const EngineRun plain = run_engine(*model, o, requests(gs, true));
+  expect_sentences(plain, gs);
+  std::vector<std::vector<int32_t>> truth;
+  const auto reqs = requests(gs, true);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    truth.push_back(reqs[i].prompt);
+    truth.back().insert(truth.back().end(), plain.tokens[i].begin(), plain.tokens[i].end());
+  }
+  for (int32_t k : {1, 3}) {
+    for (bool oracle : {false, true}) {
+      EngineOptions so = o;
+      ContractDrafter* d = nullptr;
+      std::unique_ptr<ContractDrafter> owned;
+      const FeatureSpec features{{1}, true};
+      if (oracle) owned = std::make_unique<OracleDrafter>(features, model->config.hidden_size, int32_t(model->config.vocab_size), truth, 0);
+      else owned = std::make_unique<RandomDrafter>(features, model->config.hidden_size, int32_t(model->config.vocab_size), 5);
+      so.drafter = hand_over(owned, d);
+      so.draft_tokens = k;
+      const EngineRun spec = run_engine(*model, so, requests(gs, true));
+      EXPECT_EQ(spec.tokens, plain.tokens) << "K=" << k << (oracle ? " oracle" : " random");
+      EXPECT_EQ(d->violation, "");
+      if (oracle) {
+        EXPECT_EQ(spec.stats.spec.accepted_tokens, spec.stats.spec.drafted_tokens) << "K=" << k;
+      }
+    }
+  }
+}
+
+TEST_F(Constrained, SampledOutputsAreSentences) {
+  const auto gs = grammars();
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  for (int round = 0; round < 3; ++round) {
+    auto reqs = requests(gs, false);
+    for (auto& r : reqs) r.sampling.seed = *r.sampling.seed + 17 * round, r.sampling.temperature = 1.0f;
+    const EngineRun run = run_engine(*model, o, reqs);
+    expect_sentences(run, gs);
+  }
+}
+
+// A constraint that throws ends its own request with an error; the request beside it finishes normally.
+struct ThrowingConstraint final : LogitConstraint {
+  int calls = 0;
+  void mask(std::span<float>) override {
+    if (++calls == 3) throw Error(ErrorKind::kInternal, "test constraint gave up");
+  }
+  void accept(int32_t) override {}
+};
+
+TEST_F(Constrained, AFailingConstraintEndsOnlyItsRequest) {
+  const auto gs = grammars();
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  auto reqs = requests({gs[0], gs[1]}, true);
+  reqs[0].constraint = std::make_shared<ThrowingConstraint>();
+  const EngineRun run = run_engine(*model, o, reqs);
+  EXPECT_EQ(run.results[0].reason, FinishReason::kError);
+  EXPECT_NE(run.results[0].error.find("test constraint gave up"), std::string::npos) << run.results[0].error;
+  EXPECT_EQ(run.tokens[0].size(), 2u) << "two tokens went out before the third mask failed";
+  EXPECT_EQ(run.results[1].reason, FinishReason::kEos);
+  EXPECT_EQ(run.stats.kv_blocks_used, 0);
+}
+
+}  // namespace
+}  // namespace ninfer::testing

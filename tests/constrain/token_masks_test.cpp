@@ -1,0 +1,210 @@
+// Token masks against brute force: at every step of random constrained walks, the allowed set equals the tokens whose
+// bytes the matcher accepts from the current stacks (plus the end tokens where the grammar is complete); on a synthetic
+// vocabulary full of JSON pieces and split UTF-8, and on the Qwen3.5 tokenizer's 248k tokens.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+#include "engine/constrain/grammar_constraint.h"
+#include "engine/constrain/json_grammar.h"
+#include "engine/core/error.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/support/test_files.h"
+
+namespace ninfer::constrain {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr int32_t kEnd = 0;  // the synthetic vocabulary's end token (not eligible as text)
+
+std::shared_ptr<TokenVocabulary> synthetic_vocab() {
+  std::mt19937 rng(1234);
+  const std::vector<std::string> pieces = {"{", "}", "[", "]", "\"", ":", ",", " ", "\n", "\\", "u", "0", "1", "9", "-",
+                                           ".", "e", "E", "+", "a", "b", "z", "true", "false", "null", "name", "age",
+                                           "\xc3", "\xa9", "\xe2\x98\x80", "\xf0\x9f", "\x98\x80", "\x01", "\t", "x"};
+  std::vector<std::string> bytes{"<end>"};
+  std::vector<bool> eligible{false};
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b)), eligible.push_back(true);
+  for (int i = 0; i < 4000; ++i) {
+    std::string t;
+    const int n = 1 + static_cast<int>(rng() % 5);
+    for (int k = 0; k < n; ++k) t += pieces[rng() % pieces.size()];
+    bytes.push_back(t);
+    eligible.push_back(true);
+  }
+  bytes.emplace_back("<|control|>"), eligible.push_back(false);
+  return std::make_shared<TokenVocabulary>(bytes, eligible);
+}
+
+// Brute force: the tokens whose bytes continue `state`.
+TokenBits brute(const TokenVocabulary& vocab, const GrammarMatcher& m, const StackSet& state, int32_t end_id) {
+  TokenBits out(vocab.size());
+  for (size_t id = 0; id < vocab.size(); ++id)
+    if (vocab.eligible(static_cast<int32_t>(id)) && m.accepts(state, vocab.bytes(static_cast<int32_t>(id))))
+      out.set(static_cast<int32_t>(id));
+  if (state.complete()) out.set(end_id);
+  return out;
+}
+
+// Random constrained walks; at each step the constraint's mask must equal brute force. Returns the finished outputs.
+std::vector<std::string> walks(const std::shared_ptr<CompiledGrammar>& cg, int32_t end_id, int count, uint32_t seed,
+                               int max_steps) {
+  std::mt19937 rng(seed);
+  const GrammarMatcher& m = cg->masks().matcher();
+  std::vector<std::string> done;
+  for (int w = 0; w < count; ++w) {
+    GrammarConstraint c(cg, {{end_id}, std::nullopt});
+    StackSet state = m.start(), next;
+    std::string text;
+    for (int step = 0; step < max_steps; ++step) {
+      const TokenBits got = c.allowed();
+      const TokenBits want = brute(cg->vocab(), m, state, end_id);
+      EXPECT_EQ(got.words, want.words) << "walk " << w << " step " << step << " after " << text;
+      if (got.words != want.words) return done;
+      std::vector<int32_t> ids;
+      for (size_t id = 0; id < cg->vocab().size(); ++id)
+        if (got.test(static_cast<int32_t>(id))) ids.push_back(static_cast<int32_t>(id));
+      EXPECT_FALSE(ids.empty());
+      if (ids.empty()) return done;
+      // End as soon as allowed half of the time, else a random allowed token (short tokens first, to nest).
+      int32_t pick = ids[rng() % ids.size()];
+      if (got.test(end_id) && (rng() % 2 == 0 || step > max_steps / 2)) pick = end_id;
+      c.accept(pick);
+      if (pick == end_id) {
+        done.push_back(text);
+        break;
+      }
+      text += cg->vocab().bytes(pick);
+      StackSet s2 = state;
+      for (char ch : cg->vocab().bytes(pick)) {
+        if (!m.advance(s2, static_cast<uint8_t>(ch), next)) {
+          ADD_FAILURE() << "the matcher refuses an allowed token after " << text;
+          return done;
+        }
+        std::swap(s2, next);
+      }
+      state = s2;
+    }
+  }
+  return done;
+}
+
+const char* kSchemas[] = {
+    R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"]})",
+    R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string","maxLength":3},"c":{"type":"boolean"}},"required":["b"]})",
+    R"({"type":"array","items":{"type":"number"},"maxItems":3})",
+    R"({"$defs":{"t":{"type":"object","properties":{"v":{"type":"integer"},"k":{"type":"array","items":{"$ref":"#/$defs/t"},"maxItems":2}},"required":["v","k"]}},"$ref":"#/$defs/t"})",
+    R"({"enum":["alpha","beta",1,null]})",
+    R"({"type":"string","minLength":2,"maxLength":4})",
+};
+
+TEST(TokenMasks, SyntheticVocabularyMatchesBruteForce) {
+  const auto vocab = synthetic_vocab();
+  for (const char* text : kSchemas) {
+    SCOPED_TRACE(text);
+    auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(text)), vocab);
+    const std::vector<std::string> outputs = walks(cg, kEnd, 12, 7, 80);
+    for (const std::string& out : outputs) EXPECT_TRUE(nlohmann::json::accept(out)) << "not JSON: " << out;
+  }
+}
+
+TEST(TokenMasks, FreeFormJsonObjectsMatchBruteForce) {
+  const auto vocab = synthetic_vocab();
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::any_object(), vocab);
+  const std::vector<std::string> outputs = walks(cg, kEnd, 20, 99, 60);
+  EXPECT_FALSE(outputs.empty());
+  for (const std::string& out : outputs) {
+    EXPECT_TRUE(nlohmann::json::accept(out)) << "not JSON: " << out;
+    EXPECT_TRUE(nlohmann::json::parse(out).is_object()) << out;
+  }
+}
+
+const Tokenizer& qwen35() {
+  static const Tokenizer tok = Tokenizer::from_json(ninfer::testing::read_file(std::string(NINFER_TOKENIZER_FIXTURES) + "/tokenizer.json"));
+  return tok;
+}
+
+std::shared_ptr<TokenVocabulary> qwen_vocab() {
+  return std::const_pointer_cast<TokenVocabulary>(TokenVocabulary::from_tokenizer(qwen35()));
+}
+
+TEST(TokenMasks, QwenVocabularyAlongAnEncodedAnswerMatchesBruteForce) {
+  const Tokenizer& tok = qwen35();
+  const auto vocab = qwen_vocab();
+  ASSERT_GT(vocab->size(), 248000u);
+  const int32_t end = tok.require_token_id("<|im_end|>");
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[0])), vocab);
+  const GrammarMatcher& m = cg->masks().matcher();
+  const std::string answer = "\n{\"name\": \"Zoë \\u00e9 \\\"q\\\"\", \"age\": 37}";
+  GrammarConstraint c(cg, {{end}, std::nullopt});
+  StackSet state = m.start(), next;
+  for (int32_t id : tok.encode(answer)) {
+    const TokenBits got = c.allowed();
+    ASSERT_EQ(got.words, brute(*vocab, m, state, end).words) << "before token " << id;
+    ASSERT_TRUE(got.test(id));
+    EXPECT_FALSE(got.test(end));
+    c.accept(id);
+    for (char ch : vocab->bytes(id)) {
+      ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
+      std::swap(state, next);
+    }
+  }
+  EXPECT_TRUE(c.complete());
+  const TokenBits last = c.allowed();
+  EXPECT_TRUE(last.test(end));
+  EXPECT_EQ(last.count(), 1u) << "after the closing brace only the end token";
+  // The same answer again: every state is cached now.
+  const size_t misses = cg->masks().state_misses();
+  GrammarConstraint again(cg, {{end}, std::nullopt});
+  for (int32_t id : tok.encode(answer)) again.allowed(), again.accept(id);
+  EXPECT_EQ(cg->masks().state_misses(), misses);
+}
+
+TEST(GrammarConstraint, MasksLogitsAndEndsOnlyWhenComplete) {
+  const auto vocab = synthetic_vocab();
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(R"({"const":"ab"})")), vocab);
+  GrammarConstraint c(cg, {{kEnd}, std::nullopt});
+  std::vector<float> logits(vocab->size() + 5, 1.0f);  // the model's vocabulary may be padded past the tokenizer's
+  c.mask(logits);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(logits[kEnd], -kInf);
+  EXPECT_EQ(logits[1 + '"'], 1.0f);  // single-byte token '"'
+  EXPECT_EQ(logits[1 + 'a'], -kInf);
+  for (size_t id = vocab->size(); id < logits.size(); ++id) EXPECT_EQ(logits[id], -kInf);
+  EXPECT_THROW(c.accept(1 + 'a'), Error);
+  EXPECT_THROW(c.accept(kEnd), Error) << "the output cannot end before the grammar is complete";
+  for (char ch : std::string("\"ab\"")) c.accept(1 + static_cast<uint8_t>(ch));
+  EXPECT_TRUE(c.complete());
+  std::fill(logits.begin(), logits.end(), 1.0f);
+  c.mask(logits);
+  size_t open = 0;
+  for (float x : logits) open += x == 1.0f;
+  EXPECT_EQ(open, 1u);
+  EXPECT_EQ(logits[kEnd], 1.0f);
+  c.accept(kEnd);
+  EXPECT_THROW(c.accept(1 + 'a'), Error) << "nothing after the end";
+}
+
+TEST(GrammarConstraint, StartsAfterTheGivenToken) {
+  const auto vocab = synthetic_vocab();
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(R"({"type":"integer"})")), vocab);
+  const int32_t think_end = static_cast<int32_t>(vocab->size()) - 1;  // the control token stands in for </think>
+  GrammarConstraint c(cg, {{kEnd}, think_end});
+  std::vector<float> logits(vocab->size(), 1.0f);
+  c.mask(logits);
+  EXPECT_EQ(std::count(logits.begin(), logits.end(), 1.0f), static_cast<std::ptrdiff_t>(logits.size())) << "not started";
+  c.accept(1 + 'x');  // reasoning text: free
+  EXPECT_FALSE(c.started());
+  c.accept(think_end);
+  EXPECT_TRUE(c.started());
+  c.mask(logits);
+  EXPECT_EQ(logits[1 + 'x'], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(logits[1 + '7'], 1.0f);
+  EXPECT_EQ(logits[1 + '\n'], 1.0f) << "leading whitespace after </think>";
+}
+
+}  // namespace
+}  // namespace ninfer::constrain
