@@ -48,7 +48,7 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(const Tok
       continue;  // an id the tokenizer leaves unused
     }
     const bool output = output_ids.empty() || (static_cast<size_t>(id) < output_ids.size() && output_ids[static_cast<size_t>(id)]);
-    eligible[static_cast<size_t>(id)] = output && !tokenizer.is_added(id);
+    eligible[static_cast<size_t>(id)] = output && !tokenizer.is_special(id);
   }
   return std::make_shared<const TokenVocabulary>(std::move(bytes), eligible);
 }

@@ -33,8 +33,9 @@ class TokenVocabulary {
  public:
   // bytes[id]: the token's bytes; eligible[id]: whether the grammar may produce it.
   TokenVocabulary(std::vector<std::string> bytes, const std::vector<bool>& eligible);
-  // A tokenizer's tokens: every vocabulary token with bytes; added (control) tokens are not eligible, nor ids that
-  // `output_ids` (the engine's, when not empty) rules out.
+  // A tokenizer's tokens: every token with bytes, added ones by their content (<tool_call>, <think>); special
+  // (control) tokens such as <|im_end|> are not eligible, nor ids that `output_ids` (the engine's, when not empty)
+  // rules out.
   static std::shared_ptr<const TokenVocabulary> from_tokenizer(const Tokenizer& tokenizer,
                                                                const std::vector<bool>& output_ids = {});
 
