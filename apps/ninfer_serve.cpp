@@ -29,6 +29,7 @@
 #include "server/serve_follower.h"
 #include "server/serve_memory_plan.h"
 #include "server/serve_options.h"
+#include "server/tool_call_parser.h"
 
 namespace {
 
@@ -196,6 +197,11 @@ int main(int argc, char** argv) {
                               .count();
         const nlohmann::json& gen = meta.contains("generation") ? meta["generation"] : nlohmann::json::object();
         sc.info.default_sampling = ninfer::server::default_sampling(gen);
+        sc.info.tool_call_format = ninfer::server::resolve_tool_call_format(
+            opt.tool_call_parser, meta.contains("chat_template") && meta["chat_template"].is_string()
+                                      ? meta["chat_template"].get_ref<const std::string&>() : std::string());
+        spdlog::info("tool calls: {} (--tool-call-parser {})",
+                     ninfer::server::tool_call_format_name(sc.info.tool_call_format), opt.tool_call_parser);
         sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
                             engine->kv_tokens(), engine->prefix_reuse(), opt.tp, opt.max_concurrency, spec_method,
                             eo.drafter ? eo.draft_tokens : 0, opt.lm_head_draft};

@@ -31,7 +31,7 @@ case "$mode" in
   asan-ci)
     cmake --preset asan "${py[@]}"
     fuzz=()
-    for t in openai_request chat_template tokenizer detokenizer reasoning_parser safetensors artifact; do
+    for t in openai_request chat_template jinja_template tokenizer detokenizer reasoning_parser safetensors artifact; do
       fuzz+=("fuzz_${t}_replay")
     done
     cmake --build build-asan -j "$jobs" --target "${server_targets[@]}" "${fuzz[@]}"

@@ -16,12 +16,13 @@ if [ -z "${NINFER_PRESET:-}" ]; then
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 jobs="${NINFER_JOBS:-$(nproc)}"
-# The official `openai` Python client drives one of the server tests; it lives in a venv outside the build.
+# The official `openai` Python client drives the server tests, and `jsonschema` judges structured output; they live
+# in a venv outside the build.
 venv="${NINFER_TEST_VENV:-$PWD/.venv}"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import openai" >/dev/null 2>&1; then
-  echo "== python venv with openai ($venv)"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import openai, jsonschema" >/dev/null 2>&1; then
+  echo "== python venv with openai and jsonschema ($venv)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check openai
+  "$venv/bin/pip" install -q --disable-pip-version-check openai jsonschema
 fi
 echo "== configure ($NINFER_PRESET)"
 cmake --preset "$NINFER_PRESET" -DNINFER_PYTHON="$venv/bin/python"

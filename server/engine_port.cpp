@@ -32,4 +32,13 @@ std::string_view channel_name(Channel channel) {
   return channel == Channel::kReasoning ? "reasoning" : "content";
 }
 
+std::string_view tool_call_format_name(ToolCallFormat format) {
+  switch (format) {
+    case ToolCallFormat::kNone: return "none";
+    case ToolCallFormat::kXml: return "xml";
+    case ToolCallFormat::kHermes: return "hermes";
+  }
+  return "none";
+}
+
 }  // namespace ninfer::server

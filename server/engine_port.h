@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace ninfer::server {
 
 // One message of a chat-completions request, already validated and flattened to text.
@@ -35,6 +37,39 @@ struct ChatMessage {
   std::string reasoning;          // prior assistant thinking (input "reasoning_content" or "reasoning")
   std::string name;               // optional participant name
   std::string tool_call_id;       // role tool only
+  // Assistant only: the OpenAI `tool_calls` array as sent ([{id, type, function:{name, arguments}}], arguments a
+  // JSON string or object), validated, key order kept; empty = none. The chat template renders it.
+  nlohmann::ordered_json tool_calls = nlohmann::ordered_json::array();
+};
+
+// The markup a model writes its tool calls in; chosen from the artifact's chat template, or by --tool-call-parser.
+enum class ToolCallFormat {
+  kNone,    // tool calls are not parsed: the output stays content
+  kXml,     // Qwen3.5 / Qwen3-Coder: <tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>
+  kHermes,  // Qwen3 / hermes: <tool_call>{"name": NAME, "arguments": {...}}</tool_call>
+};
+
+// The request's tool_choice. kRequired and kNamed need constrained decoding (see openai_request.h).
+enum class ToolChoiceMode {
+  kNone,      // the model must not call tools: tools are rendered, the output is not parsed for calls
+  kAuto,      // the model decides; calls are parsed out of the output
+  kRequired,  // at least one call
+  kNamed,     // exactly a call of `name`
+};
+
+struct ToolChoice {
+  ToolChoiceMode mode = ToolChoiceMode::kNone;
+  std::string name;  // kNamed: the function to call
+};
+
+// The request's response_format: free text, any JSON object, or the instances of a JSON Schema (constrained decoding,
+// server/structured_output.h).
+struct ResponseFormat {
+  enum class Kind { kText, kJsonObject, kJsonSchema };
+  Kind kind = Kind::kText;
+  nlohmann::ordered_json schema;  // kJsonSchema: the schema, key order kept (properties are written in that order)
+  std::string name;               // json_schema.name
+  bool strict = false;            // json_schema.strict (the output follows the schema either way)
 };
 
 // Sampling parameters after the server applied request fields over ModelInfo::default_sampling.
@@ -68,6 +103,8 @@ struct GenerationRequest {
   // Chat template switches (kChat). enable_thinking unset = the template's default;
   // reasoning_effort "none" means thinking off.
   std::optional<bool> enable_thinking;
+  // chat_template_kwargs as sent: an artifact's own (Jinja) template sees them all; enable_thinking above wins.
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   std::optional<std::string> reasoning_effort;  // none | minimal | low | medium | high | xhigh
   bool parse_reasoning = true;            // false: everything goes to the content channel
 
@@ -75,6 +112,13 @@ struct GenerationRequest {
   std::optional<int64_t> max_tokens;      // output budget incl. reasoning tokens; unset = up to the context
   std::optional<int64_t> reasoning_budget;// max reasoning tokens, unset = unlimited
   std::vector<std::string> stop;          // stop strings: matched on the content text, not included
+
+  // Tools (kChat): the OpenAI `tools` array as sent ([{type:"function", function:{name, description, parameters,
+  // strict}}]), validated, key order kept; the chat template renders it. Empty = no tools.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  ToolChoice tool_choice;                 // kNone when there are no tools, default kAuto when there are
+  bool parallel_tool_calls = true;        // false: only the first parsed call is returned
+  ResponseFormat response_format;         // kChat: JSON output constrained by a grammar
 };
 
 enum class Channel { kContent, kReasoning };
@@ -191,6 +235,7 @@ struct ModelInfo {
   int64_t created = 0;           // unix seconds (artifact time) for /v1/models
   SamplingParams default_sampling;  // the model's generation defaults
   EngineSettings settings;
+  ToolCallFormat tool_call_format = ToolCallFormat::kNone;  // how the server parses tool calls out of the output
 };
 
 // A snapshot of the engine's load for /metrics.
@@ -217,5 +262,6 @@ class EnginePort {
 std::string_view stop_reason_name(StopReason reason);   // eos | stop_string | … (the JSONL names)
 std::string_view finish_reason_name(StopReason reason); // OpenAI: stop | length; abort | error
 std::string_view channel_name(Channel channel);
+std::string_view tool_call_format_name(ToolCallFormat format);  // none | xml | hermes
 
 }  // namespace ninfer::server

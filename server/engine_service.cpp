@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/reasoning_parser.h"
+#include "server/api_error.h"
 
 namespace ninfer::server {
 
@@ -223,7 +224,11 @@ ninfer::SamplingParams to_engine(const server::SamplingParams& s) {
 
 EngineService::EngineService(Engine& engine, const Tokenizer& tokenizer, ChatTemplate chat_template,
                              EngineServiceConfig config)
-    : engine_(engine), tokenizer_(tokenizer), template_(std::move(chat_template)), config_(std::move(config)) {
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      template_(std::move(chat_template)),
+      config_(std::move(config)),
+      structured_(tokenizer, config_.stop_ids) {
   const int64_t vocab = engine_.config().vocab_size;
   if (!engine_.options().output_ids.empty()) return;
   const std::vector<uint8_t> has = tokenizer_output_ids(tokenizer_, vocab);
@@ -278,15 +283,23 @@ EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) co
     if (!m.reasoning.empty()) j["reasoning_content"] = m.reasoning;
     if (!m.name.empty()) j["name"] = m.name;
     if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+    if (!m.tool_calls.empty()) j["tool_calls"] = m.tool_calls;
     messages.push_back(std::move(j));
   }
   ChatOptions opt;
+  opt.extra_kwargs = r.template_kwargs;
+  opt.extra_kwargs.erase("enable_thinking");  // resolved below (reasoning_effort may set it)
   opt.enable_thinking = r.enable_thinking;
   if (r.reasoning_effort) {
     auto resolved = resolve_reasoning(effort_of(*r.reasoning_effort), config_.budgets);
     if (resolved.enable_thinking) opt.enable_thinking = resolved.enable_thinking;
   }
-  RenderedPrompt rendered = template_.render(messages, nlohmann::ordered_json::array(), opt);
+  // Tools are rendered whatever tool_choice says: with "none" the model still sees them (as in earlier turns that
+  // used them; vLLM does the same) and the HTTP layer does not parse its output for calls.
+  // A Jinja template tests `tools is not none` (Llama 3.1, Mistral): no tools is None there, as transformers passes it.
+  const bool jinja = template_.kind() == ChatTemplate::Kind::kJinja;
+  RenderedPrompt rendered =
+      template_.render(messages, jinja && r.tools.empty() ? nlohmann::ordered_json() : r.tools, opt);
   p.ids = tokenizer_.encode_segments(rendered.segments);
   p.opened_reasoning = rendered.thinking;
   p.thinking = template_.thinking_enabled(opt);
@@ -297,8 +310,10 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
   SubmitResult out;
   Prompt prompt;
   std::optional<int64_t> budget = request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
-  // The template takes one system (or developer) message, first: say so, and where, rather than its own words.
-  for (size_t i = 1; request.kind == PromptKind::kChat && i < request.messages.size(); ++i) {
+  // The Qwen3.5 template takes one system (or developer) message, first: say so, and where, rather than its own
+  // words. An artifact's own (Jinja) template decides for itself.
+  const bool native = template_.kind() != ChatTemplate::Kind::kJinja;
+  for (size_t i = 1; native && request.kind == PromptKind::kChat && i < request.messages.size(); ++i) {
     const std::string& role = request.messages[i].role;
     if (role == "system" || role == "developer")
       return {0, RejectKind::kInvalid,
@@ -321,6 +336,11 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
     return {0, RejectKind::kInvalid, e.what(), param, 0};
   }
   EngineRequest er;
+  try {
+    er.constraint = structured_.constraint(request, config_.info.tool_call_format, prompt.opened_reasoning);
+  } catch (const ApiException& e) {
+    return {0, RejectKind::kInvalid, e.error().message, e.error().param.value_or("response_format"), 0};
+  }
   er.prompt = prompt.ids;
   er.sampling = to_engine(request.sampling);
   er.max_tokens = request.max_tokens.value_or(0);

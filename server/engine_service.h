@@ -1,5 +1,5 @@
 // Owns the adapter from the HTTP layer's EnginePort to the token-level Engine: chat template, tokenizer,
-// streaming detokenizer, reasoning split, stop strings and the reasoning budget, per request.
+// streaming detokenizer, reasoning split, stop strings, the reasoning budget and the output constraint, per request.
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "engine/tokenizer/reasoning_budget.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/engine_port.h"
+#include "server/structured_output.h"
 
 namespace ninfer::server {
 
@@ -46,6 +47,7 @@ class EngineService final : public EnginePort {
   const Tokenizer& tokenizer_;
   ChatTemplate template_;
   EngineServiceConfig config_;
+  StructuredOutput structured_;  // after config_: built from its stop ids
 };
 
 // The default end-of-generation ids of an artifact: generation_config.eos_token_id (int or list) plus

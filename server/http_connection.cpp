@@ -542,7 +542,7 @@ bool ConnectionServer::serve_socket(socket_t sock) {
 void ConnectionServer::write_raw(Stream& strm, int status, const char* code, const char* message) {
   const std::string body = raw_error_(status, code, message);
   const std::string head = fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n", status,
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n{}\r\n", status,
       status_text(status), body.size(), status == 503 ? "Retry-After: 1\r\n" : "");
   const std::string all = head + body;
   for (size_t off = 0; off < all.size();) {

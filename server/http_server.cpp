@@ -33,7 +33,8 @@ using json = nlohmann::json;
 using Req = httplib::Request;
 using Res = httplib::Response;
 
-constexpr const char* kJson = "application/json";
+// The charset is spelled out: Windows PowerShell 5.1 decodes a body without it as Latin-1.
+constexpr const char* kJson = "application/json; charset=utf-8";
 
 void send_json(Res& res, const nlohmann::ordered_json& body, int status = 200) {
   res.status = status;
@@ -96,6 +97,7 @@ struct Prepared {
   bool logprobs = false;
   std::string max_tokens_field;
   std::string user;
+  std::optional<ToolCallParserOptions> tool_calls;  // set: the content is parsed for tool calls
 };
 
 // The answer to a request the HTTP library failed itself (res.status set, no body), from what the connection's
@@ -288,10 +290,11 @@ struct HttpServer::Impl {
     throw ApiException(library_error(req, res, config));  // the status httplib's reader set: 400, 415 or 500
   }
 
-  static json parse_body(const std::string& body) {
+  // ordered_json: tool schemas and tool-call arguments keep their key order into the chat template.
+  static nlohmann::ordered_json parse_body(const std::string& body) {
     if (body.empty()) throw ApiException(invalid_json("the body is empty."));
     try {
-      return json::parse(body);
+      return nlohmann::ordered_json::parse(body);
     } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond a double (1e400)
       throw ApiException(invalid_json(e.what()));
     }
@@ -437,7 +440,7 @@ void HttpServer::Impl::install_routes() {
 }
 
 void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::string& raw_body, bool chat) {
-  json body = parse_body(raw_body);
+  nlohmann::ordered_json body = parse_body(raw_body);
   ModelInfo info = require_ready();
   const std::string served = served_name(info);
   const RequestPolicy policy{config.force_greedy, config.reasoning_budget};
@@ -453,6 +456,8 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
     p.logprobs = r.logprobs;
     p.max_tokens_field = r.max_tokens_field.empty() ? "max_tokens" : r.max_tokens_field;
     p.user = r.user;
+    require_servable_tool_choice(p.gen, info.tool_call_format);
+    p.tool_calls = tool_call_parser_options(p.gen, info.tool_call_format);
   } else {
     CompletionRequest r = parse_completion_request(body);
     p.gen = to_generation_request(r, new_id("cmpl-"), info.default_sampling, policy);
@@ -531,10 +536,15 @@ void HttpServer::Impl::serve_non_stream(const Req& req, Res& res, const Prepared
   constexpr auto kProbeEvery = std::chrono::milliseconds(100);
   auto next_probe = std::chrono::steady_clock::now() + kProbeEvery;
   CollectedOutput out;
+  std::optional<ToolCallParser> tools;
+  if (p.tool_calls) tools.emplace(*p.tool_calls);
   std::optional<FinalResult> final;
   while (!final) {
     RequestStream::Pending pending = stream->wait(probe ? kProbeEvery : std::chrono::milliseconds(1000));
-    for (const Delta& d : pending.deltas) out.add(d);
+    for (Delta& d : pending.deltas) {
+      if (tools && d.channel == Channel::kContent) d.text = tools->feed(d.text).content;
+      out.add(d);
+    }
     if (pending.final) {
       final = std::move(pending.final);
     } else if (pending.aborted) {
@@ -556,6 +566,10 @@ void HttpServer::Impl::serve_non_stream(const Req& req, Res& res, const Prepared
   if (final->stop_reason == StopReason::kCancelled)
     throw ApiException(service_unavailable("The request was cancelled: the server is shutting down.",
                                            "server_stopping"));
+  if (tools) {
+    out.content += tools->finish().content;
+    out.tool_calls = tools->calls();
+  }
   send_json(res, p.chat ? chat_completion_json(head, out, *final, p.logprobs)
                         : completion_json(head, out, *final, p.logprobs));
 }
@@ -566,8 +580,10 @@ void HttpServer::Impl::serve_stream(Res& res, const Prepared& p, const ResponseH
   struct State {
     bool started = false;
     size_t text_offset = 0;
+    std::optional<ToolCallParser> tools;  // the content goes through it (chat with tools)
   };
   auto st = std::make_shared<State>();
+  if (p.tool_calls) st->tools.emplace(*p.tool_calls);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   const bool chat = p.chat;
@@ -588,8 +604,15 @@ void HttpServer::Impl::serve_stream(Res& res, const Prepared& p, const ResponseH
           if (chat) buf += sse_data(chat_role_chunk(head, usage));
         }
         RequestStream::Pending pending = stream->wait(buf.empty() ? ping : std::chrono::milliseconds(0));
-        for (const Delta& d : pending.deltas) {
-          auto chunks = chat ? chat_delta_chunks(head, d, logprobs, usage)
+        for (Delta& d : pending.deltas) {
+          // Content goes through the tool-call parser: what it releases as content, and the calls it completed.
+          std::vector<ToolCallEvent> calls;
+          if (st->tools && d.channel == Channel::kContent) {
+            ToolCallDelta td = st->tools->feed(d.text);
+            d.text = std::move(td.content);
+            calls = std::move(td.events);
+          }
+          auto chunks = chat ? chat_output_chunks(head, d, calls, logprobs, usage)
                              : completion_delta_chunks(head, d, logprobs, usage, st->text_offset);
           if (!chat) st->text_offset += d.text.size();
           for (const auto& c : chunks) buf += sse_data(c);
@@ -603,7 +626,14 @@ void HttpServer::Impl::serve_stream(Res& res, const Prepared& p, const ResponseH
             buf += sse_data(service_unavailable("The request was cancelled: the server is shutting down.",
                                                 "server_stopping").to_json());
           } else {
-            buf += sse_data(chat ? chat_finish_chunk(head, r, usage, !usage)
+            if (st->tools) {  // the end decides held text: content, or a call without </tool_call>
+              ToolCallDelta td = st->tools->finish();
+              for (const auto& c : chat_output_chunks(head, Delta{Channel::kContent, td.content, 0, {}}, td.events,
+                                                      false, usage))
+                buf += sse_data(c);
+            }
+            const bool has_calls = st->tools && !st->tools->calls().empty();
+            buf += sse_data(chat ? chat_finish_chunk(head, r, usage, !usage, has_calls)
                                  : completion_finish_chunk(head, r, usage, !usage));
             if (usage) buf += sse_data(usage_chunk(head, chat ? "chat.completion.chunk" : "text_completion", r));
           }

@@ -1,17 +1,19 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/structured_output.h"
 
 namespace ninfer::server {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string type_name(const json& v) {
   switch (v.type()) {
@@ -209,6 +211,48 @@ std::string parse_content(const json& content, const std::string& field) {
   return text;
 }
 
+[[noreturn]] void missing(const std::string& field) {
+  throw ApiException(bad_request(fmt::format("Missing required parameter: '{}'.", field), field,
+                                 "missing_required_parameter"));
+}
+
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}]. arguments is the
+// OpenAI JSON string of an object (an object is accepted too); it must parse, since the template renders it.
+json parse_history_tool_calls(const json& calls, const std::string& field) {
+  if (!calls.is_array()) wrong_type(field, "an array", calls);
+  for (size_t j = 0; j < calls.size(); ++j) {
+    const json& c = calls[j];
+    const std::string cf = fmt::format("{}[{}]", field, j);
+    if (!c.is_object()) wrong_type(cf, "an object", c);
+    Fields cfields(c, cf);
+    cfields.string("id");
+    if (auto type = cfields.string("type"); type && *type != "function")
+      unsupported(cf + ".type", fmt::format("tool call type '{}' is not supported; only 'function' is.", *type));
+    const json* fn = cfields.get("function");
+    if (!fn) missing(cf + ".function");
+    if (!fn->is_object()) wrong_type(cf + ".function", "an object", *fn);
+    Fields ffields(*fn, cf + ".function");
+    auto name = ffields.string("name");
+    if (!name) missing(cf + ".function.name");
+    if (name->empty()) bad_value(cf + ".function.name", "the name must not be empty.");
+    const json* args = ffields.get("arguments");
+    if (!args) continue;
+    const std::string af = cf + ".function.arguments";
+    if (args->is_string()) {
+      json parsed;
+      try {
+        parsed = json::parse(args->get<std::string>());
+      } catch (const json::exception& e) {
+        bad_value(af, fmt::format("the arguments are not valid JSON: {}", e.what()));
+      }
+      if (!parsed.is_object()) bad_value(af, fmt::format("the arguments must be a JSON object, not {}.", type_name(parsed)));
+    } else if (!args->is_object()) {
+      wrong_type(af, "a string (a JSON object)", *args);
+    }
+  }
+  return calls;
+}
+
 std::vector<ChatMessage> parse_messages(const Fields& f) {
   const json* v = f.get("messages");
   if (!v)
@@ -242,10 +286,7 @@ std::vector<ChatMessage> parse_messages(const Fields& f) {
       // Prior thinking: accept both names (llama.cpp / DeepSeek and current vLLM).
       if (auto r = mfields.string("reasoning_content")) msg.reasoning = *r;
       else if (auto r2 = mfields.string("reasoning")) msg.reasoning = *r2;
-      if (const json* tc = mfields.get("tool_calls")) {
-        if (!tc->is_array()) wrong_type(mf + ".tool_calls", "an array", *tc);
-        if (!tc->empty()) unsupported(mf + ".tool_calls", "Tool calls are not supported yet.");
-      }
+      if (const json* tc = mfields.get("tool_calls")) msg.tool_calls = parse_history_tool_calls(*tc, mf + ".tool_calls");
     }
     if (auto n = mfields.string("name")) msg.name = *n;
     if (auto id = mfields.string("tool_call_id")) msg.tool_call_id = *id;
@@ -254,31 +295,88 @@ std::vector<ChatMessage> parse_messages(const Fields& f) {
   return out;
 }
 
-void reject_tools(const Fields& f) {
-  for (const char* key : {"tools", "functions"}) {
-    if (const json* t = f.get(key)) {
-      if (!t->is_array()) wrong_type(key, "an array", *t);
-      if (!t->empty()) unsupported(key, fmt::format("'{}' (tool calling) is not supported yet.", key));
-    }
+bool valid_tool_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+          c == '.' || c == ':'))
+      return false;
+  return true;
+}
+
+// tools: [{type: "function", function: {name, description?, parameters?, strict?}}]; tool_choice;
+// parallel_tool_calls. The legacy non-empty `functions` is refused.
+void parse_tools(const Fields& f, ChatCompletionRequest& r) {
+  if (const json* legacy = f.get("functions")) {
+    if (!legacy->is_array()) wrong_type("functions", "an array", *legacy);
+    if (!legacy->empty()) unsupported("functions", "the legacy 'functions' is not supported; send 'tools'.");
   }
+  std::vector<std::string> names;
+  if (const json* t = f.get("tools")) {
+    if (!t->is_array()) wrong_type("tools", "an array", *t);
+    for (size_t i = 0; i < t->size(); ++i) {
+      const json& tool = (*t)[i];
+      const std::string tf = fmt::format("tools[{}]", i);
+      if (!tool.is_object()) wrong_type(tf, "an object", tool);
+      Fields tfields(tool, tf);
+      auto type = tfields.string("type");
+      if (!type) missing(tf + ".type");
+      if (*type != "function")
+        unsupported(tf + ".type", fmt::format("tool type '{}' is not supported; only 'function' tools are.", *type));
+      const json* fn = tfields.get("function");
+      if (!fn) missing(tf + ".function");
+      if (!fn->is_object()) wrong_type(tf + ".function", "an object", *fn);
+      Fields ffields(*fn, tf + ".function");
+      auto name = ffields.string("name");
+      if (!name) missing(tf + ".function.name");
+      if (!valid_tool_name(*name))
+        bad_value(tf + ".function.name",
+                  fmt::format("'{}' is not a valid function name: use 1 to 64 of a-z, A-Z, 0-9, '_', '-', '.', ':'.",
+                              *name));
+      if (std::find(names.begin(), names.end(), *name) != names.end())
+        bad_value(tf + ".function.name", fmt::format("the function name '{}' is given twice.", *name));
+      names.push_back(*name);
+      ffields.string("description");
+      ffields.boolean("strict");  // accepted; enforced only once constrained decoding lands (docs/api.md)
+      if (const json* params = ffields.get("parameters")) {
+        if (!params->is_object()) wrong_type(tf + ".function.parameters", "an object (a JSON Schema)", *params);
+        if (const json* props = Fields(*params, tf + ".function.parameters").get("properties"); props && !props->is_object())
+          wrong_type(tf + ".function.parameters.properties", "an object", *props);
+      }
+    }
+    r.tools = *t;
+  }
+  r.tool_choice.mode = names.empty() ? ToolChoiceMode::kNone : ToolChoiceMode::kAuto;
   if (const json* tc = f.get("tool_choice")) {
     if (tc->is_string()) {
-      std::string s = tc->get<std::string>();
-      if (s == "required") unsupported("tool_choice", "tool_choice 'required' needs tools, which are not supported yet.");
-      if (s != "none" && s != "auto") bad_value("tool_choice", fmt::format("'{}' is not none, auto or required.", s));
+      const std::string s = tc->get<std::string>();
+      if (s == "none") r.tool_choice.mode = ToolChoiceMode::kNone;
+      else if (s == "auto") r.tool_choice.mode = names.empty() ? ToolChoiceMode::kNone : ToolChoiceMode::kAuto;
+      else if (s == "required") r.tool_choice.mode = ToolChoiceMode::kRequired;
+      else bad_value("tool_choice", fmt::format("'{}' is not none, auto, required or a named function.", s));
     } else if (tc->is_object()) {
-      unsupported("tool_choice", "A named tool_choice needs tools, which are not supported yet.");
+      Fields cfields(*tc, "tool_choice");
+      auto type = cfields.string("type");
+      if (!type) missing("tool_choice.type");
+      if (*type != "function")
+        unsupported("tool_choice.type", fmt::format("tool_choice type '{}' is not supported; only 'function' is.", *type));
+      const json* fn = cfields.get("function");
+      if (!fn) missing("tool_choice.function");
+      if (!fn->is_object()) wrong_type("tool_choice.function", "an object", *fn);
+      auto name = Fields(*fn, "tool_choice.function").string("name");
+      if (!name) missing("tool_choice.function.name");
+      r.tool_choice = {ToolChoiceMode::kNamed, *name};
     } else {
       wrong_type("tool_choice", "a string or an object", *tc);
     }
+    if (r.tool_choice.mode == ToolChoiceMode::kRequired && names.empty())
+      bad_value("tool_choice", "tool_choice 'required' needs a non-empty 'tools' list.");
+    if (r.tool_choice.mode == ToolChoiceMode::kNamed &&
+        std::find(names.begin(), names.end(), r.tool_choice.name) == names.end())
+      bad_value("tool_choice.function.name",
+                fmt::format("no tool named '{}' in 'tools'.", r.tool_choice.name));
   }
-  if (const json* rf = f.get("response_format")) {
-    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
-    auto type = Fields(*rf, "response_format").string("type");
-    if (type && *type != "text")
-      unsupported("response_format.type",
-                  fmt::format("response_format type '{}' (structured output) is not supported yet.", *type));
-  }
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
 }
 
 std::optional<std::string> model_field(const Fields& f) { return f.string("model"); }
@@ -305,7 +403,8 @@ ChatCompletionRequest parse_chat_request(const json& body) {
   parse_stream(f, r.stream, r.include_usage);
   reject_n(f);
   reject_logit_bias(f);
-  reject_tools(f);
+  parse_tools(f, r);
+  if (const json* rf = f.get("response_format")) r.response_format = parse_response_format(*rf);
   if (auto e = f.string("reasoning_effort")) {
     if (*e != "none" && *e != "minimal" && *e != "low" && *e != "medium" && *e != "high" && *e != "xhigh")
       bad_value("reasoning_effort",
@@ -315,6 +414,7 @@ ChatCompletionRequest parse_chat_request(const json& body) {
   if (const json* k = f.get("chat_template_kwargs")) {
     if (!k->is_object()) wrong_type("chat_template_kwargs", "an object", *k);
     r.enable_thinking = Fields(*k, "chat_template_kwargs").boolean("enable_thinking");
+    r.template_kwargs = *k;
   }
   r.logprobs = f.boolean("logprobs").value_or(false);
   if (auto t = f.integer("top_logprobs", 0, 20)) {
@@ -423,6 +523,11 @@ GenerationRequest to_generation_request(const ChatCompletionRequest& req, const 
   g.max_tokens = req.max_tokens;
   g.reasoning_budget = policy.reasoning_budget;
   g.stop = req.stop;
+  g.tools = req.tools;
+  g.tool_choice = req.tool_choice;
+  g.parallel_tool_calls = req.parallel_tool_calls;
+  g.response_format = req.response_format;
+  g.template_kwargs = req.template_kwargs;
   return g;
 }
 
@@ -440,6 +545,15 @@ GenerationRequest to_generation_request(const CompletionRequest& req, const std:
   g.max_tokens = req.max_tokens.value_or(kDefaultCompletionMaxTokens);
   g.stop = req.stop;
   return g;
+}
+
+void require_servable_tool_choice(const GenerationRequest& request, ToolCallFormat format) {
+  // A forced call (constrained decoding, server/structured_output.h) is written in the model's tool-call markup.
+  const bool forced = request.tool_choice.mode == ToolChoiceMode::kRequired || request.tool_choice.mode == ToolChoiceMode::kNamed;
+  if (forced && format == ToolCallFormat::kNone)
+    unsupported("tool_choice", "tool_choice 'required' or a named function needs a tool-call format, and this server "
+                               "parses none (--tool-call-parser none, or the chat template writes no tool calls); "
+                               "send 'auto' or start the server with --tool-call-parser xml|hermes.");
 }
 
 }  // namespace ninfer::server

@@ -35,9 +35,14 @@ struct ChatCompletionRequest {
   bool include_usage = false;             // stream_options.include_usage
   std::optional<std::string> reasoning_effort;
   std::optional<bool> enable_thinking;    // chat_template_kwargs.enable_thinking
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs, all of them
   bool logprobs = false;
   int32_t top_logprobs = 0;
   std::string user;
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // validated function tools, as sent
+  ToolChoice tool_choice;                 // default: auto with tools, none without
+  ResponseFormat response_format;         // text unless response_format asks for JSON
+  bool parallel_tool_calls = true;
 };
 
 struct CompletionRequest {
@@ -55,10 +60,16 @@ struct CompletionRequest {
 };
 
 // Throw ApiException (400 naming the field) on a wrong type, a bad value, or a field whose feature
-// is not served yet (n > 1, tools, non-text response_format, logit_bias, echo, best_of, suffix).
-// Unknown fields are ignored; null counts as absent.
-ChatCompletionRequest parse_chat_request(const nlohmann::json& body);
-CompletionRequest parse_completion_request(const nlohmann::json& body);
+// is not served yet (n > 1, legacy functions, logit_bias, echo, best_of, suffix); a response_format schema
+// structured output cannot constrain is refused naming the keyword.
+// Unknown fields are ignored; null counts as absent. The body is ordered_json so that tool schemas and tool-call
+// arguments keep their key order into the chat template (a plain json converts, with sorted keys).
+ChatCompletionRequest parse_chat_request(const nlohmann::ordered_json& body);
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
+
+// A forced tool call (tool_choice "required" or a named function) is decoded under a grammar of the model's call
+// markup, so it needs a format: throws ApiException 400 unsupported_parameter "tool_choice" when `format` is kNone.
+void require_servable_tool_choice(const GenerationRequest& request, ToolCallFormat format);
 
 // Server-wide policy applied on top of each request (from the flags).
 struct RequestPolicy {

@@ -1,5 +1,7 @@
 #include "server/openai_response.h"
 
+#include <algorithm>
+
 #include "server/request_report.h"
 
 namespace ninfer::server {
@@ -9,6 +11,11 @@ using json = nlohmann::ordered_json;
 void CollectedOutput::add(const Delta& d) {
   (d.channel == Channel::kReasoning ? reasoning : content) += d.text;
   logprobs.insert(logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+}
+
+std::string_view chat_finish_reason(const FinalResult& r, bool has_tool_calls) {
+  if (has_tool_calls && r.stop_reason == StopReason::kEos) return "tool_calls";
+  return finish_reason_name(r.stop_reason);
 }
 
 std::string system_fingerprint() { return std::string("ninfer-") + NINFER_VERSION; }
@@ -67,15 +74,22 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_
 
 json chat_completion_json(const ResponseHead& head, const CollectedOutput& out, const FinalResult& r,
                           bool logprobs) {
+  const bool calls = !out.tool_calls.empty();
   json message = {{"role", "assistant"},
-                  {"content", out.content},
+                  {"content", calls && out.content.empty() ? json(nullptr) : json(out.content)},
                   {"reasoning_content", reasoning_value(out.reasoning)},
                   {"reasoning", reasoning_value(out.reasoning)},
                   {"refusal", nullptr}};
+  if (calls) {
+    json list = json::array();
+    for (const ToolCall& c : out.tool_calls)
+      list.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    message["tool_calls"] = std::move(list);
+  }
   json choice = {{"index", 0},
                  {"message", std::move(message)},
                  {"logprobs", logprobs ? chat_logprobs_json(out.logprobs) : json(nullptr)},
-                 {"finish_reason", finish_reason_name(r.stop_reason)}};
+                 {"finish_reason", chat_finish_reason(r, calls)}};
   json j = head_json(head, "chat.completion");
   j["choices"] = json::array({std::move(choice)});
   j["usage"] = usage_json(r);
@@ -126,13 +140,57 @@ std::vector<json> chat_delta_chunks(const ResponseHead& head, const Delta& d, bo
   return {std::move(j)};
 }
 
+std::vector<json> chat_tool_call_chunks(const ResponseHead& head, const std::vector<ToolCallEvent>& events,
+                                        bool usage_field) {
+  std::vector<json> chunks;
+  for (const ToolCallEvent& e : events) {
+    json call = {{"index", e.index}};
+    if (e.start) {
+      call["id"] = e.id;
+      call["type"] = "function";
+      call["function"] = {{"name", e.name}, {"arguments", ""}};
+    } else {
+      call["function"] = {{"arguments", e.arguments}};
+    }
+    json j = head_json(head, "chat.completion.chunk");
+    j["choices"] = json::array({{{"index", 0},
+                                 {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}});
+    if (usage_field) j["usage"] = nullptr;
+    chunks.push_back(std::move(j));
+  }
+  return chunks;
+}
+
+std::vector<json> chat_output_chunks(const ResponseHead& head, const Delta& d, const std::vector<ToolCallEvent>& events,
+                                     bool logprobs, bool usage_field) {
+  if (events.empty()) return chat_delta_chunks(head, d, logprobs, usage_field);
+  std::vector<json> out;
+  size_t at = 0;
+  bool first = true;
+  auto text_until = [&](size_t end) {
+    Delta part{d.channel, d.text.substr(at, end - at), 0, {}};
+    if (first) part.logprobs = d.logprobs;
+    first = false;
+    for (json& c : chat_delta_chunks(head, part, logprobs, usage_field)) out.push_back(std::move(c));
+    at = end;
+  };
+  for (const ToolCallEvent& e : events) {
+    if (first || e.content_offset > at) text_until(std::min(e.content_offset, d.text.size()));
+    for (json& c : chat_tool_call_chunks(head, {e}, usage_field)) out.push_back(std::move(c));
+  }
+  if (at < d.text.size()) text_until(d.text.size());
+  return out;
+}
+
 json chat_finish_chunk(const ResponseHead& head, const FinalResult& r, bool usage_field,
-                       bool with_timings) {
+                       bool with_timings, bool has_tool_calls) {
   json j = head_json(head, "chat.completion.chunk");
   j["choices"] = json::array({{{"index", 0},
                                {"delta", json::object()},
                                {"logprobs", nullptr},
-                               {"finish_reason", finish_reason_name(r.stop_reason)}}});
+                               {"finish_reason", chat_finish_reason(r, has_tool_calls)}}});
   if (usage_field) j["usage"] = nullptr;
   if (with_timings) j["timings"] = timings_json(r);
   return j;

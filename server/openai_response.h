@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/engine_port.h"
+#include "server/tool_call_parser.h"
 
 namespace ninfer::server {
 
@@ -24,9 +25,14 @@ struct CollectedOutput {
   std::string content;
   std::string reasoning;
   std::vector<TokenLogprob> logprobs;  // every output token, in order, when requested
+  std::vector<ToolCall> tool_calls;    // parsed out of the content (the content keeps the rest)
 
   void add(const Delta& d);
 };
+
+// OpenAI's chat finish_reason: "tool_calls" when the answer holds calls and the model ended it (EOS), else
+// finish_reason_name(): stop | length.
+std::string_view chat_finish_reason(const FinalResult& r, bool has_tool_calls);
 
 std::string system_fingerprint();
 
@@ -34,7 +40,9 @@ std::string system_fingerprint();
 //        completion_tokens_details.reasoning_tokens}
 nlohmann::ordered_json usage_json(const FinalResult& r);
 
-// Non-streaming responses. `finish_reason` is stop | length (cancel/error never reach a 200).
+// Non-streaming responses. `finish_reason` is stop | length | tool_calls (cancel/error never reach a 200).
+// With tool calls, message.tool_calls is [{id, type: "function", function: {name, arguments}}] and content is
+// null when no text is left.
 nlohmann::ordered_json chat_completion_json(const ResponseHead& head, const CollectedOutput& out,
                                     const FinalResult& r, bool logprobs);
 nlohmann::ordered_json completion_json(const ResponseHead& head, const CollectedOutput& out,
@@ -48,8 +56,17 @@ nlohmann::ordered_json chat_role_chunk(const ResponseHead& head, bool usage_fiel
 // Empty when the delta has nothing to show (no text, no logprobs).
 std::vector<nlohmann::ordered_json> chat_delta_chunks(const ResponseHead& head, const Delta& d, bool logprobs,
                                               bool usage_field);
+// Tool-call events as chunks: {delta: {tool_calls: [{index, id, type, function: {name, arguments: ""}}]}} on a
+// call's start, then {delta: {tool_calls: [{index, function: {arguments: fragment}}]}}.
+std::vector<nlohmann::ordered_json> chat_tool_call_chunks(const ResponseHead& head,
+                                                  const std::vector<ToolCallEvent>& events, bool usage_field);
+// A content delta and the tool-call events the parser made of it, in the order of the text: content before a call,
+// the call's chunks, content after it. The delta's logprobs ride on its first chunk.
+std::vector<nlohmann::ordered_json> chat_output_chunks(const ResponseHead& head, const Delta& d,
+                                               const std::vector<ToolCallEvent>& events, bool logprobs,
+                                               bool usage_field);
 nlohmann::ordered_json chat_finish_chunk(const ResponseHead& head, const FinalResult& r, bool usage_field,
-                                 bool with_timings);
+                                 bool with_timings, bool has_tool_calls = false);
 nlohmann::ordered_json usage_chunk(const ResponseHead& head, const char* object, const FinalResult& r);
 
 // Completions stream chunks.

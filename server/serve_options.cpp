@@ -211,6 +211,11 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
                                     "Most reasoning tokens per request (-1: unlimited)")
                          ->capture_default_str()
                          ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
+  app.add_option("--tool-call-parser", o.tool_call_parser,
+                 "Tool-call markup parsed out of answers: auto (from the artifact's chat template), xml "
+                 "(Qwen3.5 / Qwen3-Coder <function=…>), hermes (<tool_call>{json}), none (answers stay text)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "xml", "hermes", "none"}));
   app.add_option("--backend", o.backend,
                  "Where the model runs: auto (CUDA when this build has it and --devices' first GPU exists, else the "
                  "CPU), cpu, or cuda (fails at start without a CUDA build or the GPU)")
@@ -398,6 +403,7 @@ std::string describe(const ServeOptions& o) {
   if (!o.cors_origins.empty()) s += " --cors-origin " + fmt::format("{}", fmt::join(o.cors_origins, ","));
   if (!o.served_model_name.empty()) s += fmt::format(" --served-model-name {}", o.served_model_name);
   if (o.reasoning_budget) s += fmt::format(" --reasoning-budget {}", *o.reasoning_budget);
+  if (o.tool_call_parser != "auto") s += fmt::format(" --tool-call-parser {}", o.tool_call_parser);
   s += fmt::format(" --threads {} --max-connections {}", o.threads, o.max_connections);
   if (o.max_connections_per_client > 0) s += fmt::format(" --max-connections-per-client {}", o.max_connections_per_client);
   s += fmt::format(" --keep-alive-timeout {} --read-timeout {} --drain-timeout {}", o.keep_alive_timeout_s,

@@ -49,6 +49,7 @@ struct ServeOptions {
   std::vector<std::string> cors_origins;   // --cors-origin ORIGIN[,ORIGIN...]: empty = no CORS headers
   std::string served_model_name;           // --served-model-name: unset = the artifact's name
   std::optional<int64_t> reasoning_budget; // --reasoning-budget N: unset (-1) = unlimited
+  std::string tool_call_parser = "auto";   // --tool-call-parser auto|xml|hermes|none (auto: from the chat template)
   int threads = 0;                         // --threads: CPU threads, 0 = all cores
   int max_connections = 512;               // --max-connections: open HTTP connections; more get 503
   int max_connections_per_client = 0;      // --max-connections-per-client: from one peer address (0: no limit)

@@ -8,7 +8,7 @@
 
 namespace ninfer::server {
 
-inline constexpr const char* kSseContentType = "text/event-stream";
+inline constexpr const char* kSseContentType = "text/event-stream; charset=utf-8";
 
 // "data: <compact json>\n\n". The JSON dump never contains a raw newline (strings escape them).
 std::string sse_data(const nlohmann::json& payload);

@@ -1,6 +1,7 @@
 #include "engine/constrain/grammar_constraint.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "engine/core/error.h"
@@ -20,14 +21,74 @@ const TokenBits& GrammarConstraint::allowed() {
     return allowed_;
   }
   grammar_->masks().allowed(state_, allowed_);
+  keep_in_time();
   if (state_.complete())
     for (int32_t id : options_.end_ids)
       if (id >= 0 && static_cast<size_t>(id) < grammar_->vocab().size()) allowed_.set(id);
   return allowed_;
 }
 
+// Near the output limit: a token t is kept when the bytes that still complete the sentence after it fit the tokens
+// left after it, less one for the end token (shortest(t) ≤ left − 2). Far from the limit (more than window() tokens
+// beyond the shortest completion) nothing is checked: the window is the longest token plus twice the largest
+// remainder one choice can open, a margin for the bytes a single token can add to what is owed, not a proof.
+void GrammarConstraint::keep_in_time() {
+  if (limit_ <= 0) return;
+  const int64_t left = limit_ - produced_;  // this token included
+  if (left <= 1 && state_.complete()) {     // the last slot of a complete sentence is the end token's
+    std::fill(allowed_.words.begin(), allowed_.words.end(), 0);
+    return;
+  }
+  const GrammarMatcher& m = grammar_->masks().matcher();
+  const int64_t now = m.shortest_completion(state_);
+  if (left - 2 >= now + window()) return;  // far from the limit: no check
+  const TokenVocabulary& vocab = grammar_->vocab();
+  std::vector<std::pair<int32_t, uint32_t>> kept;  // token, shortest completion after it
+  uint32_t best = state_.complete() ? 0 : GrammarMatcher::kUnreachable;  // ending now is an option (end tokens)
+  for (size_t w = 0; w < allowed_.words.size(); ++w)
+    for (uint64_t bits = allowed_.words[w]; bits != 0; bits &= bits - 1) {
+      const int32_t id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+      next_ = state_;
+      for (char c : vocab.bytes(id)) {
+        m.advance(next_, static_cast<uint8_t>(c), scratch_);
+        std::swap(next_, scratch_);
+      }
+      const uint32_t after = m.shortest_completion(next_);
+      best = std::min(best, after);
+      kept.emplace_back(id, after);
+    }
+  // Keep what fits; when nothing does (the limit came too early), the tokens that come closest.
+  const int64_t fits = std::max<int64_t>(left - 2, best);
+  std::fill(allowed_.words.begin(), allowed_.words.end(), 0);
+  for (const auto& [id, after] : kept)
+    if (static_cast<int64_t>(after) <= fits) allowed_.set(id);
+}
+
+int64_t GrammarConstraint::window() const {
+  const GrammarMatcher& m = grammar_->masks().matcher();
+  return static_cast<int64_t>(grammar_->vocab().longest()) + 2 * static_cast<int64_t>(m.largest_remainder());
+}
+
+// Before the grammar starts (reasoning): the output may not end there, and near the limit the start token is forced,
+// so that the answer still fits.
+void GrammarConstraint::mask_before_start(std::span<float> logits) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  for (int32_t id : options_.end_ids)
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] = kMasked;
+  if (limit_ <= 0 || !options_.start_after) return;
+  const int64_t left = limit_ - produced_;
+  const int64_t needed = grammar_->masks().matcher().shortest_completion(state_) + window() + 2;
+  if (left > needed) return;
+  const auto start = static_cast<size_t>(*options_.start_after);
+  for (size_t id = 0; id < logits.size(); ++id)
+    if (id != start) logits[id] = kMasked;
+}
+
 void GrammarConstraint::mask(std::span<float> logits) {
-  if (!started_) return;
+  if (!started_) {
+    mask_before_start(logits);
+    return;
+  }
   const TokenBits& ok = allowed();
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   bool any = false;
@@ -45,6 +106,7 @@ void GrammarConstraint::mask(std::span<float> logits) {
 }
 
 void GrammarConstraint::accept(int32_t id) {
+  ++produced_;
   if (!started_) {
     started_ = options_.start_after && id == *options_.start_after;
     return;

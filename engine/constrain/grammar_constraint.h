@@ -42,6 +42,10 @@ class GrammarConstraint final : public LogitConstraint {
  public:
   GrammarConstraint(std::shared_ptr<CompiledGrammar> grammar, GrammarConstraintOptions options);
 
+  // With an output limit, the output ends in time: near the limit, only tokens after which the shortest completion
+  // (in bytes: one token covers at least one byte) and the end token still fit are allowed. Before the grammar starts
+  // (reasoning), end tokens are ruled out, and near the limit the start token (</think>) is forced.
+  void start(int64_t max_output_tokens) override { limit_ = max_output_tokens; }
   void mask(std::span<float> logits) override;
   void accept(int32_t id) override;
 
@@ -56,7 +60,12 @@ class GrammarConstraint final : public LogitConstraint {
   GrammarConstraintOptions options_;
   bool started_;
   bool ended_ = false;  // an end token was accepted
-  StackSet state_, next_;
+  int64_t limit_ = 0;   // the output limit (0: none known)
+  int64_t produced_ = 0;  // output tokens so far (reasoning included)
+  void keep_in_time();
+  int64_t window() const;
+  void mask_before_start(std::span<float> logits);
+  StackSet state_, next_, scratch_;
   TokenBits allowed_;
 };
 

@@ -24,6 +24,39 @@ size_t StackSet::count() const {
   return n;
 }
 
+GrammarMatcher::GrammarMatcher(const Grammar& grammar) : g_(grammar) {
+  // The shortest sentence of every rule (a fixpoint over the alternatives), then per position the shortest rest of
+  // its alternative.
+  const auto& el = g_.elements();
+  std::vector<uint32_t> shortest(g_.rule_count(), kUnreachable);
+  auto cost = [&](const Element& e) -> uint64_t { return e.kind == Element::Kind::kBytes ? 1 : shortest[e.arg]; };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t r = 0; r < g_.rule_count(); ++r)
+      for (uint32_t alt : g_.alternatives(r)) {
+        uint64_t n = 0;
+        for (uint32_t p = alt; el[p].kind != Element::Kind::kEnd && n < kUnreachable; ++p) n += cost(el[p]);
+        if (n < shortest[r]) shortest[r] = static_cast<uint32_t>(n), changed = true;
+      }
+  }
+  rest_.assign(el.size(), 0);
+  for (size_t p = el.size(); p-- > 0;)
+    if (el[p].kind != Element::Kind::kEnd)
+      rest_[p] = static_cast<uint32_t>(std::min<uint64_t>(cost(el[p]) + rest_[p + 1], kUnreachable));
+  for (uint32_t r : rest_)
+    if (r != kUnreachable) largest_rest_ = std::max(largest_rest_, r);
+}
+
+uint32_t GrammarMatcher::shortest_completion(const StackSet& state) const {
+  uint64_t best = kUnreachable;
+  state.for_each([&](std::span<const uint32_t> stack) {
+    uint64_t n = 0;
+    for (uint32_t p : stack) n += rest_[p];
+    best = std::min(best, n);
+  });
+  return static_cast<uint32_t>(std::min<uint64_t>(best, kUnreachable));
+}
+
 void GrammarMatcher::add(const std::vector<uint32_t>& stack, StackSet& out) const {
   size_t count = 0;
   for (size_t i = 0; i < out.data.size();) {
@@ -104,9 +137,11 @@ bool GrammarMatcher::advance(const StackSet& in, uint8_t byte, StackSet& out) co
 }
 
 bool GrammarMatcher::accepts(const StackSet& in, std::string_view bytes) const {
-  StackSet a = in, b;
-  for (char c : bytes) {
-    if (!advance(a, static_cast<uint8_t>(c), b)) return false;
+  if (bytes.empty()) return true;
+  thread_local StackSet a, b;  // reused: this runs for every context-dependent token of a mask
+  if (!advance(in, static_cast<uint8_t>(bytes[0]), a)) return false;
+  for (size_t i = 1; i < bytes.size(); ++i) {
+    if (!advance(a, static_cast<uint8_t>(bytes[i]), b)) return false;
     std::swap(a, b);
   }
   return true;

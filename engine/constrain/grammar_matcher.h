@@ -40,7 +40,9 @@ class GrammarMatcher {
   static constexpr size_t kMaxStacks = 512;
   static constexpr int kMaxDepth = 256;
 
-  explicit GrammarMatcher(const Grammar& grammar) : g_(grammar) {}
+  static constexpr uint32_t kUnreachable = ~uint32_t{0};
+
+  explicit GrammarMatcher(const Grammar& grammar);
 
   // The stacks before any byte: the root rule's alternatives, expanded.
   StackSet start() const;
@@ -53,6 +55,11 @@ class GrammarMatcher {
   bool accepts(const StackSet& in, std::string_view bytes) const;
   // Whether `text` is a complete sentence of the grammar.
   bool matches(std::string_view text) const;
+  // The fewest bytes that complete a sentence from `state` (0 where it is complete; kUnreachable when dead).
+  uint32_t shortest_completion(const StackSet& state) const;
+  // The longest of the shortest remainders of any alternative: about what one choice can add to the bytes still
+  // owed (a new element, a second tool call).
+  uint32_t largest_remainder() const { return largest_rest_; }
 
   const Grammar& grammar() const { return g_; }
 
@@ -61,6 +68,8 @@ class GrammarMatcher {
   void add(const std::vector<uint32_t>& stack, StackSet& out) const;
 
   const Grammar& g_;
+  std::vector<uint32_t> rest_;  // per position: the fewest bytes from it to the end of its alternative
+  uint32_t largest_rest_ = 0;
 };
 
 }  // namespace ninfer::constrain

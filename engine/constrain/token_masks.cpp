@@ -19,7 +19,8 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes, const std::vect
     fail(ErrorKind::kInternal, "token vocabulary: {} eligibility flags for {} tokens", eligible.size(), bytes_.size());
   eligible_.assign(bytes_.size(), false);
   for (size_t id = 0; id < bytes_.size(); ++id)
-    if (eligible[id] && !bytes_[id].empty()) eligible_[id] = true, sorted_.push_back(static_cast<int32_t>(id));
+    if (eligible[id] && !bytes_[id].empty())
+      eligible_[id] = true, sorted_.push_back(static_cast<int32_t>(id)), longest_ = std::max(longest_, bytes_[id].size());
   std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
     const std::string& x = bytes_[static_cast<size_t>(a)];
     const std::string& y = bytes_[static_cast<size_t>(b)];

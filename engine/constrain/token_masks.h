@@ -45,12 +45,14 @@ class TokenVocabulary {
   const std::vector<int32_t>& sorted() const { return sorted_; }
   // lcp()[i]: the length of the common prefix of sorted()[i-1] and sorted()[i] (0 for i = 0).
   const std::vector<uint32_t>& lcp() const { return lcp_; }
+  size_t longest() const { return longest_; }  // the most bytes of one eligible token
 
  private:
   std::vector<std::string> bytes_;
   std::vector<bool> eligible_;
   std::vector<int32_t> sorted_;
   std::vector<uint32_t> lcp_;
+  size_t longest_ = 0;
 };
 
 // What one stack suffix (the top frames of a stack) accepts, for every eligible token: `accepted` tokens are consumed
@@ -71,7 +73,7 @@ struct SuffixMask {
 class GrammarMasks {
  public:
   static constexpr size_t kMaxDependent = 2048;
-  static constexpr size_t kStateCacheSize = 64;
+  static constexpr size_t kStateCacheSize = 256;  // 7.8 MB of masks at a 248k vocabulary
 
   GrammarMasks(const Grammar& grammar, const TokenVocabulary& vocab);
 

@@ -210,6 +210,7 @@ SubmitOutcome Engine::submit(EngineRequest request, std::shared_ptr<RequestObser
   seq->sampler.emplace(request.sampling, std::random_device{}() ^ (uint64_t(seq->id) << 32), request.prompt);
   seq->request = std::move(request);
   seq->sampler->set_constraint(seq->request.constraint.get());
+  if (seq->request.constraint) seq->request.constraint->start(seq->output_limit);
   seq->observer = std::move(observer);
   out.id = seq->id;
   {

@@ -183,38 +183,34 @@ std::string RenderedPrompt::text() const {
 ChatTemplate ChatTemplate::from_template_text(std::string_view jinja) {
   auto contains = [&](std::string_view s) { return jinja.find(s) != std::string_view::npos; };
   bool qwen35 = contains("<|im_start|>") && contains("render_content") && contains("last_query_index") &&
-                contains("<tool_call>\\n<function=") && contains("<think>\\n") && contains("reasoning_content");
-  ChatTemplate t(Kind::kQwen35);
+                contains("<tool_call>\\n<function=") && contains("<think>\\n") && contains("reasoning_content") &&
+                !contains("preserve_thinking");
   if (!qwen35) {
-    t.recognized_ = false;
-    spdlog::warn("chat template ({} bytes) is not a known Qwen3.5 template; rendering with the built-in {}",
-                 jinja.size(), t.description());
+    ChatTemplate t = interpreted(jinja);
+    if (t.recognized_)
+      spdlog::info("chat template ({} bytes): {}", jinja.size(), t.description());
     return t;
   }
+  ChatTemplate t(Kind::kQwen35);
   if (contains("enable_thinking is defined and enable_thinking is true")) t.kind_ = Kind::kQwen35ThinkingOffDefault;
-  if (contains("preserve_thinking")) {
-    t.recognized_ = false;
-    spdlog::warn(
-        "chat template has a preserve_thinking switch (Qwen3.6 style) that the renderer does not implement; "
-        "rendering with the built-in {} (history reasoning before the last user query is dropped)",
-        t.description());
-    return t;
-  }
   spdlog::info("chat template recognised: {}", t.description());
   return t;
 }
 
 std::string ChatTemplate::description() const {
+  if (kind_ == Kind::kJinja) return jinja_description();
   return kind_ == Kind::kQwen35 ? "Qwen3.5 ChatML renderer (thinking on by default)"
                                 : "Qwen3.5 ChatML renderer (thinking off by default)";
 }
 
 bool ChatTemplate::thinking_enabled(const ChatOptions& o) const {
+  if (kind_ == Kind::kJinja) return jinja_thinking_enabled(o);
   if (kind_ == Kind::kQwen35) return !(o.enable_thinking.has_value() && !*o.enable_thinking);
   return o.enable_thinking.has_value() && *o.enable_thinking;
 }
 
 RenderedPrompt ChatTemplate::render(const ojson& messages, const ojson& tools, const ChatOptions& options) const {
+  if (kind_ == Kind::kJinja) return render_jinja(messages, tools, options);
   if (!messages.is_array() || messages.empty()) raise("No messages provided.");
   for (const auto& m : messages)
     if (!m.is_object()) raise("Unexpected message role.");
@@ -277,8 +273,12 @@ RenderedPrompt ChatTemplate::render(const ojson& messages, const ojson& tools, c
     } else if (role == "assistant") {
       std::string reasoning;
       Content body = content;
-      if (has(m, "reasoning_content") && m["reasoning_content"].is_string()) {
-        reasoning = m["reasoning_content"].get<std::string>();
+      // transformers aliases the first non-null of reasoning_content / thinking / reasoning to reasoning_content
+      const ojson* r_field = nullptr;
+      for (const char* key : {"reasoning_content", "thinking", "reasoning"})
+        if (!r_field && has(m, key) && !m[key].is_null()) r_field = &m[key];
+      if (r_field && r_field->is_string()) {
+        reasoning = r_field->get<std::string>();
       } else if (content.text.find("</think>") != std::string::npos) {
         std::string_view t = content.text;
         reasoning = std::string(

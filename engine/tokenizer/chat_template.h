@@ -1,6 +1,8 @@
-// Owns the native Qwen3.5 ChatML chat-template renderer (messages + tools -> prompt text and segments).
+// Owns chat-template rendering (messages + tools -> prompt text and segments): native Qwen3.5 or the Jinja interpreter.
 #pragma once
 
+#include <ctime>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -17,12 +19,22 @@ struct ChatOptions {
   // nullopt: the template's default (thinking on for kQwen35, off for kQwen35ThinkingOffDefault).
   std::optional<bool> enable_thinking;
   bool add_vision_id = false;  // "Picture N: " / "Video N: " before vision placeholders
+  // Jinja templates only (the native renderer ignores these):
+  // the template kwargs bos_token / eos_token, as transformers passes the tokenizer's special tokens; unset: the
+  // template sees them undefined (artifacts do not store them yet; callers may fill them from the tokenizer).
+  std::optional<std::string> bos_token, eos_token;
+  // More template kwargs (chat_template_kwargs of a request), a JSON object; they override the options above.
+  nlohmann::ordered_json extra_kwargs;
+  // What strftime_now() formats (seconds since the epoch, local time); unset: the current time.
+  std::optional<std::time_t> now;
 };
 
 // The output of a rendering: the segments concatenate to the prompt text that the official jinja template renders.
 struct RenderedPrompt {
   std::vector<PromptSegment> segments;  // template text (allow_special) and message data (plain)
-  bool thinking = false;                // the generation prompt leaves a <think> block open
+  // The generation prompt leaves a <think> block open. Jinja templates: add_generation_prompt is on and the text,
+  // without trailing whitespace, ends with "<think>".
+  bool thinking = false;
   std::string text() const;
 };
 
@@ -39,21 +51,33 @@ struct RenderedPrompt {
 //
 // Message text goes into plain segments, so control-token strings typed by a user stay plain text once encoded
 // with Tokenizer::encode_segments().
+//
+// Any other template text is run by ninfer's Jinja interpreter (engine/tokenizer/jinja), byte for byte as
+// transformers' apply_chat_template renders it: messages are normalised as transformers does (keys whose value is
+// null dropped; reasoning_content / thinking / reasoning aliased to each other), the variables are messages,
+// tools, documents (None), add_generation_prompt, bos_token/eos_token when set, enable_thinking when set,
+// add_vision_id when true, and extra_kwargs. Template literal text becomes allow_special segments and values from
+// the request become plain segments (see jinja::Template for the exact rule).
 class ChatTemplate {
  public:
   enum class Kind {
     kQwen35,                    // Qwen3.5 template: thinking on unless enable_thinking=false
     kQwen35ThinkingOffDefault,  // small Qwen3.5 checkpoints: thinking only with enable_thinking=true
+    kJinja,                     // the artifact's own template, run by the Jinja interpreter
   };
 
   explicit ChatTemplate(Kind kind = Kind::kQwen35) : kind_(kind) {}
 
-  // Picks the renderer for a template text stored in an artifact. A text that is not a known Qwen3.5 template
-  // is logged as a warning that names the renderer used (kQwen35); `recognized()` tells which case it was.
+  // Picks the renderer for a template text stored in an artifact: the native one for the two known Qwen3.5
+  // templates, else kJinja. A text that does not parse is logged; render() then throws its syntax error
+  // (kInvalidArgument, "chat template line N: ...") and recognized() is false.
   static ChatTemplate from_template_text(std::string_view jinja);
+  // The Jinja interpreter for any text, known Qwen3.5 templates included (tests prove the fast path identical).
+  static ChatTemplate interpreted(std::string_view jinja);
 
   // Throws ninfer::Error(kInvalidArgument) with the template's own message for conversations it rejects
-  // ("No user query found in messages.", "System message must be at the beginning.", ...).
+  // ("No user query found in messages.", "System message must be at the beginning.", ...); kJinja messages
+  // start with "chat template line N: ".
   RenderedPrompt render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                         const ChatOptions& options) const;
 
@@ -61,12 +85,20 @@ class ChatTemplate {
   bool recognized() const { return recognized_; }
   // A one-line description, e.g. for the startup log.
   std::string description() const;
-  // Whether the generation prompt thinks under these options.
+  // Whether the generation prompt thinks under these options. kJinja: renders a one-message probe conversation
+  // and applies RenderedPrompt::thinking's rule (enable_thinking, else false, if the probe fails).
   bool thinking_enabled(const ChatOptions& options) const;
 
  private:
+  struct JinjaState;
+  RenderedPrompt render_jinja(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                              const ChatOptions& options) const;
+  std::string jinja_description() const;
+  bool jinja_thinking_enabled(const ChatOptions& options) const;
+
   Kind kind_;
   bool recognized_ = true;
+  std::shared_ptr<const JinjaState> jinja_;  // kJinja: the parsed template or its syntax error
 };
 
 }  // namespace ninfer

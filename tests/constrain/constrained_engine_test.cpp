@@ -3,8 +3,11 @@
 // that fails ends its request alone.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "engine/constrain/grammar_constraint.h"
 #include "engine/constrain/json_grammar.h"
+#include "engine/constrain/tool_call_grammar.h"
 #include "engine/core/error.h"
 #include "tests/spec/spec_test_util.h"
 #include "tests/spec/test_drafters.h"
@@ -115,6 +118,56 @@ TEST_F(Constrained, SampledOutputsAreSentences) {
     for (auto& r : reqs) r.sampling.seed = *r.sampling.seed + 17 * round, r.sampling.temperature = 1.0f;
     const EngineRun run = run_engine(*model, o, reqs);
     expect_sentences(run, gs);
+  }
+}
+
+// Unbounded strings and arrays, a tight max_tokens: the constraint closes the JSON in time, every output ends with the
+// end token and parses, whatever the sampler draws.
+TEST_F(Constrained, OutputsEndInTimeUnderATightLimit) {
+  const auto g = std::make_shared<CompiledGrammar>(
+      JsonGrammar::from_schema(ojson::parse(
+          R"({"type":"object","properties":{"text":{"type":"string"},"n":{"type":"array","items":{"type":"integer"}}},"required":["text","n"]})")),
+      vocab);
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  for (int64_t limit : {20, 24, 40}) {
+    auto reqs = requests({g, g, g}, false);
+    for (size_t i = 0; i < reqs.size(); ++i) reqs[i].max_tokens = limit, reqs[i].sampling.seed = 77 + i + 3 * limit;
+    const EngineRun run = run_engine(*model, o, reqs);
+    expect_sentences(run, {g, g, g});
+    for (const auto& t : run.tokens) EXPECT_LE(static_cast<int64_t>(t.size()), limit);
+  }
+}
+
+// Forced tool calls near the limit: random allowed tokens (the worst sampler) still close every call in time, and no
+// second parallel call is opened when it could not be finished.
+TEST_F(Constrained, ForcedCallsEndInTimeWhateverIsDrawn) {
+  const auto tools = ojson::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+    "properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}}}])");
+  auto g = std::make_shared<CompiledGrammar>(
+      constrain::tool_call_grammar(tools, {constrain::ToolCallSyntax::kXml, "", true}), vocab);
+  std::mt19937 rng(5);
+  for (int64_t limit : {95, 100, 150, 300}) {
+    for (int round = 0; round < 4; ++round) {
+      GrammarConstraint c(g, {{end_id()}, {}});
+      c.start(limit);
+      std::string text;
+      bool ended = false;
+      std::vector<float> logits(vocab->size());
+      for (int64_t n = 0; n < limit && !ended; ++n) {
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        c.mask(logits);
+        std::vector<int32_t> ids;
+        for (size_t id = 0; id < logits.size(); ++id)
+          if (logits[id] == 0.0f) ids.push_back(static_cast<int32_t>(id));
+        ASSERT_FALSE(ids.empty());
+        const int32_t pick = ids[rng() % ids.size()];
+        c.accept(pick);
+        if (pick == end_id()) ended = true;
+        else text += vocab->bytes(pick);
+      }
+      EXPECT_TRUE(ended) << "limit " << limit << ": " << text;
+      EXPECT_TRUE(constrain::GrammarMatcher(g->grammar()).matches(text)) << text;
+    }
   }
 }
 

@@ -195,7 +195,9 @@ TEST(GrammarConstraint, StartsAfterTheGivenToken) {
   GrammarConstraint c(cg, {{kEnd}, think_end});
   std::vector<float> logits(vocab->size(), 1.0f);
   c.mask(logits);
-  EXPECT_EQ(std::count(logits.begin(), logits.end(), 1.0f), static_cast<std::ptrdiff_t>(logits.size())) << "not started";
+  EXPECT_EQ(std::count(logits.begin(), logits.end(), 1.0f), static_cast<std::ptrdiff_t>(logits.size()) - 1)
+      << "not started: everything but the end token (an answer must come)";
+  EXPECT_EQ(logits[kEnd], -std::numeric_limits<float>::infinity());
   c.accept(1 + 'x');  // reasoning text: free
   EXPECT_FALSE(c.started());
   c.accept(think_end);

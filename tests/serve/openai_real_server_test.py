@@ -5,46 +5,25 @@ Checks chat non-stream (reasoning split, usage), streaming with include_usage, c
 error mapping of the real engine (context length, unknown model, api key).
 """
 import json
-import socket
-import subprocess
 import sys
-import time
 import unittest
-import urllib.request
 
 import openai
+
+import real_server
 
 SERVER = None
 PORT = None
 KEY = "real-key"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def setUpModule():
     global SERVER, PORT
-    PORT = free_port()
-    SERVER = subprocess.Popen([sys.argv[1], "--port", str(PORT), "--api-key", KEY, "--max-context", "512",
-                               "--reasoning-budget", "24", "--threads", "2"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            time.sleep(0.1)
-    raise RuntimeError("ninfer-serve did not become ready")
+    SERVER, PORT = real_server.start(sys.argv[1], "--api-key", KEY, "--max-context", "512", "--reasoning-budget", "24", "--threads", "2")
 
 
 def tearDownModule():
-    SERVER.terminate()
-    SERVER.wait(timeout=30)
+    real_server.stop(SERVER)
 
 
 def client(key=KEY):

@@ -11,6 +11,7 @@
 #include "engine/runtime/engine.h"
 #include "server/engine_service.h"
 #include "server/http_server.h"
+#include "server/openai_request.h"
 #include "tests/support/test_files.h"
 
 namespace ninfer {
@@ -263,6 +264,33 @@ TEST_F(ServeE2E, ReasoningBudgetClosesTheThinkBlockAndTheAnswerFollows) {
   auto full = post("/v1/chat/completions", body);
   EXPECT_EQ(full["usage"]["completion_tokens_details"]["reasoning_tokens"], 24);
   http.stop();
+}
+
+// Issue 20: tools, an assistant's tool_calls (OpenAI's JSON-string arguments) and tool results go from the request
+// body through the server into the chat template, keys in the client's order (zeta before alpha).
+TEST_F(ServeE2E, ToolsAndToolCallHistoryReachTheTemplate) {
+  const std::string body = R"({"model": "serve-fixture", "max_tokens": 4, "temperature": 0,
+    "tools": [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object",
+      "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}}}],
+    "messages": [{"role": "user", "content": "call f"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "f", "arguments": "{\"zeta\": \"z\", \"alpha\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "42"}]})";
+  const server::ChatCompletionRequest req = server::parse_chat_request(nlohmann::ordered_json::parse(body));
+  const server::GenerationRequest g = server::to_generation_request(req, "chatcmpl-x", {}, {});
+  const std::string prompt = s_->tokenizer->decode(s_->service->build_prompt(g).ids);
+  for (const std::string want :
+       {R"({"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", )"
+        R"("properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}}})",
+        "<tool_call>\n<function=f>\n<parameter=zeta>\nz\n</parameter>\n<parameter=alpha>\n1\n</parameter>\n"
+        "</function>\n</tool_call><|im_end|>",
+        "<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>"})
+    EXPECT_NE(prompt.find(want), std::string::npos) << want << "\n--- in ---\n" << prompt;
+  httplib::Client cli("127.0.0.1", s_->port);
+  cli.set_read_timeout(60, 0);
+  auto res = cli.Post("/v1/chat/completions", body, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "tests/server/tool_call_recordings.h"
+
 namespace ninfer::server::testing {
 
 namespace {
@@ -113,6 +115,7 @@ ModelInfo FakeEngine::model_info() const {
   info.settings.prefix_reuse = false;
   info.settings.tp = 1;
   info.settings.max_concurrency = static_cast<int32_t>(config_.max_running);
+  info.tool_call_format = config_.tool_call_format;
   if (config_.speculate) {
     info.settings.spec_method = "mtp";
     info.settings.draft_tokens = 3;
@@ -191,9 +194,25 @@ SubmitResult FakeEngine::submit(GenerationRequest request, std::shared_ptr<Gener
     for (int i = 1; i < n; ++i) s->script.emplace_back(Channel::kReasoning, std::string(" ") + kWords[s->rng() % kNumWords]);
     s->script.emplace_back(Channel::kReasoning, "");  // the hidden </think>
   }
-  int n = 6 + static_cast<int>(s->rng() % 5);
-  for (int i = 0; i < n; ++i)
-    s->script.emplace_back(Channel::kContent, (i ? " " : "") + std::string(kWords[s->rng() % kNumWords]));
+  const ToolCallRecording* recording = nullptr;
+  if (size_t at = repr.find("__tool:"); at != std::string::npos) {
+    size_t end = repr.find("__", at + 7);
+    recording = find_tool_call_recording(repr.substr(at + 7, end == std::string::npos ? 0 : end - at - 7));
+  }
+  if (recording) {  // tokens of 1-3 whole characters
+    const std::string& text = recording->text;
+    for (size_t i = 0; i < text.size();) {
+      size_t j = i;
+      for (int chars = 1 + static_cast<int>(s->rng() % 3); chars > 0 && j < text.size(); --chars)
+        for (++j; j < text.size() && (static_cast<unsigned char>(text[j]) & 0xC0) == 0x80;) ++j;
+      s->script.emplace_back(Channel::kContent, text.substr(i, j - i));
+      i = j;
+    }
+  } else {
+    int n = 6 + static_cast<int>(s->rng() % 5);
+    for (int i = 0; i < n; ++i)
+      s->script.emplace_back(Channel::kContent, (i ? " " : "") + std::string(kWords[s->rng() % kNumWords]));
+  }
   s->submitted_at = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -31,6 +31,8 @@ namespace ninfer::server::testing {
 //   __fail__     the request fails after 3 output tokens (StopReason::kError)
 //   __throw__    submit() throws
 //   __invalid__  submit() rejects with RejectKind::kInvalid
+//   __tool:NAME__  the content is the recorded output NAME of tests/server/tool_call_recordings.h (tool calls),
+//                cut into tokens of 1–3 characters
 class FakeEngine final : public EnginePort {
  public:
   struct Config {
@@ -44,6 +46,7 @@ class FakeEngine final : public EnginePort {
     int64_t vocab_size = 1000;             // token-id prompts must be below this
     bool ready = true;
     bool speculate = false;                // report SpecStats (method mtp, K=3)
+    ToolCallFormat tool_call_format = ToolCallFormat::kXml;  // ModelInfo::tool_call_format
   };
 
   explicit FakeEngine(Config config);

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "server/http_server.h"
+#include "server/tool_call_parser.h"
 #include "tests/server/fake_engine.h"
 
 int main(int argc, char** argv) {
@@ -19,10 +20,15 @@ int main(int argc, char** argv) {
   app.add_option("--api-key", api_key, "required bearer key");
   app.add_option("--served-model-name", config.served_model_name, "served model id");
   app.add_option("--log-jsonl", config.log_jsonl_path, "JSONL timing log");
+  std::string tool_call_parser = "xml";
+  app.add_option("--tool-call-parser", tool_call_parser, "xml | hermes | none: the fake model's tool-call format")
+      ->check(CLI::IsMember({"xml", "hermes", "none"}));
   CLI11_PARSE(app, argc, argv);
   if (!api_key.empty()) config.api_keys = {api_key};
 
-  ninfer::server::testing::FakeEngine engine;
+  ninfer::server::testing::FakeEngine::Config fake;
+  fake.tool_call_format = ninfer::server::resolve_tool_call_format(tool_call_parser, "");
+  ninfer::server::testing::FakeEngine engine(fake);
   ninfer::server::HttpServer server(config, engine);
   try {
     std::printf("PORT %d\n", server.start());

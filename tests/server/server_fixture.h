@@ -33,6 +33,7 @@ struct JsonResponse {
 // One streamed response, parsed as server-sent events.
 struct StreamResponse {
   int status = 0;
+  httplib::Headers headers;
   std::vector<json> events;           // every `data:` payload except [DONE], parsed
   std::vector<std::string> comments;  // `:` lines
   bool done = false;                  // saw data: [DONE]
@@ -132,6 +133,7 @@ class ServerTest : public ::testing::Test {
     req.set_header("Content-Type", "application/json");
     req.response_handler = [&](const httplib::Response& r) {
       out.status = r.status;
+      out.headers = r.headers;
       return true;
     };
     std::string pending;

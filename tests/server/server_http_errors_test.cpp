@@ -22,7 +22,7 @@ void expect_error(const JsonResponse& r, int status, const std::string& type, co
   EXPECT_EQ(e["code"], code) << r.raw;
   auto ct = r.headers.find("Content-Type");
   ASSERT_NE(ct, r.headers.end());
-  EXPECT_EQ(ct->second, "application/json");
+  EXPECT_EQ(ct->second, "application/json; charset=utf-8");
 }
 
 TEST_F(ServerTest, BadJsonAndBadFields) {
@@ -198,7 +198,7 @@ TEST_F(ServerTest, ErrorsInStreamingRequestsBeforeTheStreamAreJson) {
 void expect_raw_error(const RawResponse& r, int status, const std::string& code) {
   EXPECT_EQ(r.status, status) << r.head << r.body;
   EXPECT_EQ(r.code(), code) << r.head << r.body;
-  EXPECT_EQ(r.header("Content-Type"), "application/json") << r.head;
+  EXPECT_EQ(r.header("Content-Type"), "application/json; charset=utf-8") << r.head;
   ASSERT_TRUE(r.json.is_object()) << r.body;
   EXPECT_TRUE(r.json["error"]["message"].is_string()) << r.body;
   EXPECT_TRUE(r.json["error"]["type"].is_string()) << r.body;

@@ -187,11 +187,26 @@ TEST(ServeOptions, HelpListsEveryFlagAndExitsZero) {
   for (const char* flag : {"--model", "--host", "--port", "--prefill-chunk", "--max-context", "--kv-capacity",
                            "--kv-dtype", "--nvfp4-activations", "--max-concurrency", "--tp", "--devices", "--no-prefix-reuse", "--greedy",
                            "--spec", "--draft-tokens", "--lm-head-draft", "--log-jsonl", "--api-key",
-                           "--served-model-name", "--reasoning-budget", "--threads"})
+                           "--served-model-name", "--reasoning-budget", "--tool-call-parser", "--threads"})
     EXPECT_NE(r.message.find(flag), std::string::npos) << flag << " missing from --help";
   ParsedServeOptions v = parse({"--version"});
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.message.find(NINFER_VERSION), std::string::npos);
+}
+
+TEST(ServeOptions, ToolCallParser) {
+  ParsedServeOptions d = parse({});
+  ASSERT_TRUE(d.options) << d.message;
+  EXPECT_EQ(d.options->tool_call_parser, "auto");
+  EXPECT_EQ(describe(*d.options).find("--tool-call-parser"), std::string::npos);
+  for (const char* v : {"xml", "hermes", "none", "auto"}) {
+    ParsedServeOptions r = parse({"--tool-call-parser", v});
+    ASSERT_TRUE(r.options) << r.message;
+    EXPECT_EQ(r.options->tool_call_parser, v);
+  }
+  EXPECT_NE(describe(*parse({"--tool-call-parser", "hermes"}).options).find("--tool-call-parser hermes"),
+            std::string::npos);
+  expect_usage_error({"--tool-call-parser", "json"}, "--tool-call-parser");
 }
 
 TEST(ServeOptions, Int8KvAndNvfp4ActivationModes) {

@@ -188,17 +188,22 @@ TEST(ChatRequest, BadValues) {
 TEST(ChatRequest, UnsupportedFeaturesAreClear400s) {
   ApiError n = expect_400([] { parse_chat_request(chat_body({{"n", 2}})); }, "n");
   EXPECT_NE(n.message.find("not supported yet"), std::string::npos) << n.message;
-  expect_400([] { parse_chat_request(chat_body({{"tools", json::array({{{"type", "function"}}})}})); }, "tools");
-  expect_400([] { parse_chat_request(chat_body({{"tool_choice", "required"}})); }, "tool_choice");
-  expect_400([] { parse_chat_request(chat_body({{"response_format", {{"type", "json_object"}}}})); },
-             "response_format.type");
+  expect_400([] { parse_chat_request(chat_body({{"tools", json::array({{{"type", "function"}}})}})); }, "tools[0].function");
+  expect_400([] { parse_chat_request(chat_body({{"tool_choice", "required"}})); }, "tool_choice");  // without tools
+  expect_400([] { parse_chat_request(chat_body({{"response_format", {{"type", "yaml"}}}})); }, "response_format.type");
+  expect_400([] {
+    parse_chat_request(chat_body({{"response_format", {{"type", "json_schema"},
+                                                       {"json_schema", {{"name", "s"}, {"schema", {{"type", "string"}, {"format", "email"}}}}}}}}));
+  }, "response_format.json_schema.schema");
+  expect_400([] { parse_chat_request(chat_body({{"response_format", {{"type", "json_schema"}}}})); },
+             "response_format.json_schema");
   expect_400([] { parse_chat_request(chat_body({{"logit_bias", {{"5", 1}}}})); }, "logit_bias");
   expect_400(
       [] {
         parse_chat_request(chat_body({{"messages", json::array({{{"role", "assistant"},
                                                                  {"tool_calls", json::array({{{"id", "x"}}})}}})}}));
       },
-      "messages[0].tool_calls");
+      "messages[0].tool_calls[0].function");
 }
 
 TEST(CompletionRequest, PromptForms) {

@@ -115,10 +115,21 @@ TEST(ChatTemplate, StringArgumentsAreParsed) {
   EXPECT_THROW(t.render(bad, ojson(), o), Error);
 }
 
-TEST(ChatTemplate, UnknownTemplateFallsBackWithWarning) {
-  ChatTemplate t = ChatTemplate::from_template_text("{{ messages }}");
-  EXPECT_FALSE(t.recognized());
-  EXPECT_EQ(t.kind(), ChatTemplate::Kind::kQwen35);
+TEST(ChatTemplate, UnknownTemplateUsesTheInterpreter) {
+  ChatTemplate t = ChatTemplate::from_template_text("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}");
+  EXPECT_TRUE(t.recognized());
+  EXPECT_EQ(t.kind(), ChatTemplate::Kind::kJinja);
+  ojson msgs = ojson::parse(R"([{"role":"user","content":"hi"}])");
+  EXPECT_EQ(t.render(msgs, ojson(), ChatOptions{}).text(), "[user]hi");
+  ChatTemplate broken = ChatTemplate::from_template_text("line one\n{% if %}");
+  EXPECT_FALSE(broken.recognized());
+  try {
+    broken.render(msgs, ojson(), ChatOptions{});
+    ADD_FAILURE() << "expected a syntax error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_TRUE(std::string(e.what()).starts_with("chat template line 2: ")) << e.what();
+  }
   ChatTemplate small =
       ChatTemplate::from_template_text(goldens()["templates"]["qwen35_thinking_off_default"].get<std::string>());
   EXPECT_EQ(small.kind(), ChatTemplate::Kind::kQwen35ThinkingOffDefault);

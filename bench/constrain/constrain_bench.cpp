@@ -1,0 +1,190 @@
+// ninfer-bench-constrain: what structured output costs per token. The grammar's mask time per output token, cold
+// (first use of a schema: vocabulary walks) and warm (cached states), on ninfer-tiny inside the engine against its
+// plain decode step, and on a 248k-token vocabulary (the Qwen3.5 tokenizer) along random constrained outputs.
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <cstdio>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bench/common/request_waiter.h"
+#include "engine/artifact/artifact.h"
+#include "engine/constrain/grammar_constraint.h"
+#include "engine/constrain/json_grammar.h"
+#include "engine/core/error.h"
+#include "engine/model/model_artifact.h"
+#include "engine/runtime/engine.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ninfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ojson = nlohmann::ordered_json;
+
+const char* kSchema =
+    R"({"type":"object","properties":{"name":{"type":"string","maxLength":24},"age":{"type":"integer"},)"
+    R"("tags":{"type":"array","items":{"type":"string","maxLength":12},"maxItems":4},"ok":{"type":"boolean"}},)"
+    R"("required":["name","age","tags","ok"]})";
+
+// Forwards to a constraint and adds the time of every call to `seconds`.
+class TimedConstraint final : public LogitConstraint {
+ public:
+  TimedConstraint(std::shared_ptr<LogitConstraint> inner, double* seconds) : inner_(std::move(inner)), seconds_(seconds) {}
+  void mask(std::span<float> logits) override { time([&] { inner_->mask(logits); }); }
+  void accept(int32_t id) override { time([&] { inner_->accept(id); }); }
+
+ private:
+  template <typename F>
+  void time(F&& f) {
+    const auto t0 = Clock::now();
+    f();
+    *seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  std::shared_ptr<LogitConstraint> inner_;
+  double* seconds_;
+};
+
+struct Row {
+  std::string label;
+  double step_ms = 0;      // decode step (engine timings)
+  double mask_us = 0;      // grammar time per output token
+  int64_t tokens = 0;
+  size_t walks = 0, misses = 0;  // vocabulary walks and state-cache misses during the row
+};
+
+Row engine_row(Engine& engine, const std::string& label, const std::vector<std::vector<int32_t>>& prompts, int tokens,
+               const std::shared_ptr<constrain::CompiledGrammar>& grammar, int32_t end_id) {
+  Row row{label};
+  const size_t walks0 = grammar ? grammar->masks().walks() : 0, misses0 = grammar ? grammar->masks().state_misses() : 0;
+  double mask_s = 0, decode_s = 0;
+  for (const auto& p : prompts) {
+    EngineRequest r;
+    r.prompt = p;
+    r.sampling.greedy = true;
+    r.max_tokens = tokens;
+    if (grammar) {
+      r.stop_ids = {end_id};
+      r.constraint = std::make_shared<TimedConstraint>(
+          std::make_shared<constrain::GrammarConstraint>(grammar, constrain::GrammarConstraintOptions{{end_id}, {}}), &mask_s);
+    }
+    auto w = std::make_shared<bench::RequestWaiter>();
+    engine.submit(r, w);
+    w->wait();
+    if (w->result.reason == FinishReason::kError) throw std::runtime_error(label + ": " + w->result.error);
+    decode_s += w->result.timings.decode_s;
+    row.tokens += w->result.completion_tokens;
+  }
+  const int64_t steps = row.tokens - static_cast<int64_t>(prompts.size());  // the first token of each comes from prefill
+  row.step_ms = steps > 0 ? 1e3 * decode_s / static_cast<double>(steps) : 0;
+  row.mask_us = row.tokens > 0 ? 1e6 * mask_s / static_cast<double>(row.tokens) : 0;
+  if (grammar) row.walks = grammar->masks().walks() - walks0, row.misses = grammar->masks().state_misses() - misses0;
+  return row;
+}
+
+// Random constrained outputs over a large vocabulary: the mask of every step into a logits row of `logit_width`.
+Row walk_row(const std::string& label, const std::shared_ptr<constrain::CompiledGrammar>& g, int32_t end_id,
+             int outputs, int max_tokens, size_t logit_width, uint32_t seed) {
+  Row row{label};
+  const size_t walks0 = g->masks().walks(), misses0 = g->masks().state_misses();
+  std::mt19937 rng(seed);
+  std::vector<float> logits(logit_width);
+  double mask_s = 0;
+  for (int o = 0; o < outputs; ++o) {
+    constrain::GrammarConstraint c(g, {{end_id}, {}});
+    for (int t = 0; t < max_tokens; ++t) {
+      std::fill(logits.begin(), logits.end(), 0.0f);
+      const auto t0 = Clock::now();
+      c.mask(logits);
+      mask_s += std::chrono::duration<double>(Clock::now() - t0).count();
+      std::vector<int32_t> ids;  // prefer short tokens and ending, so outputs finish inside max_tokens
+      for (size_t id = 0; id < logits.size(); ++id)
+        if (logits[id] == 0.0f) ids.push_back(static_cast<int32_t>(id));
+      int32_t pick = ids[rng() % ids.size()];
+      if (std::find(ids.begin(), ids.end(), end_id) != ids.end()) pick = end_id;
+      const auto t1 = Clock::now();
+      c.accept(pick);
+      mask_s += std::chrono::duration<double>(Clock::now() - t1).count();
+      ++row.tokens;
+      if (pick == end_id) break;
+    }
+  }
+  row.mask_us = 1e6 * mask_s / static_cast<double>(row.tokens);
+  row.walks = g->masks().walks() - walks0, row.misses = g->masks().state_misses() - misses0;
+  return row;
+}
+
+}  // namespace
+}  // namespace ninfer
+
+int main(int argc, char** argv) {
+  using namespace ninfer;
+  CLI::App app{"ninfer-bench-constrain: structured output's mask time per token, against the decode step"};
+  std::string model = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
+  std::string big = std::string(NINFER_BINARY_DIR) + "/tests/tokenizer/fixtures/tokenizer.json";
+  int threads = 2, tokens = 96, walks = 6;
+  app.add_option("--model", model, "artifact (default: the shipped ninfer-tiny)");
+  app.add_option("--threads", threads, "CPU backend threads");
+  app.add_option("--tokens", tokens, "max output tokens per request");
+  app.add_option("--big-tokenizer", big, "a large tokenizer.json for the vocabulary rows (default: the Qwen3.5 test "
+                                         "fixture the test build unpacks)");
+  app.add_option("--walks", walks, "random constrained outputs on the large vocabulary, per pass");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    Artifact a = Artifact::open(model);
+    ModelConfig c = load_model_config(a);
+    Tokenizer tok = Tokenizer::from_json(std::string(*a.blob("tokenizer.json")));
+    const int32_t end = tok.require_token_id("<|im_end|>");
+    EngineOptions o{.max_context = 1024, .prefill_chunk = 512, .max_concurrency = 1, .kv_dtype = DType::kF32,
+                    .threads = threads, .greedy = true};
+    Engine engine(a, c, o);
+    std::vector<std::vector<int32_t>> prompts;
+    for (const char* p : {"Describe a person as JSON.", "Give me a record with name, age and tags.", "JSON please:"})
+      prompts.push_back(tok.encode(p));
+    const auto schema = ojson::parse(kSchema);
+    auto tiny_vocab = constrain::TokenVocabulary::from_tokenizer(tok);
+    auto tiny_grammar = std::make_shared<constrain::CompiledGrammar>(constrain::JsonGrammar::from_schema(schema), tiny_vocab);
+    engine_row(engine, "warm-up", prompts, 8, nullptr, end);
+    std::vector<Row> rows;
+    rows.push_back(engine_row(engine, "ninfer-tiny, plain", prompts, tokens, nullptr, end));
+    rows.push_back(engine_row(engine, "ninfer-tiny, json_schema, cold", prompts, tokens, tiny_grammar, end));
+    rows.push_back(engine_row(engine, "ninfer-tiny, json_schema, warm", prompts, tokens, tiny_grammar, end));
+    const double step_ms = rows[0].step_ms;
+
+    std::fprintf(stderr, "sorting the large vocabulary (%s)\n", big.c_str());
+    Tokenizer big_tok = Tokenizer::from_json(std::ifstream(big) ? [&] {
+      std::ifstream f(big, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(f), {});
+    }() : throw Error(ErrorKind::kNotFound, "--big-tokenizer " + big + " not found (build the tests first)"));
+    const auto t0 = Clock::now();
+    auto big_vocab = constrain::TokenVocabulary::from_tokenizer(big_tok);
+    const double sort_ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
+    const int32_t big_end = big_tok.require_token_id("<|im_end|>");
+    const size_t width = 248320;  // the Qwen3.5 checkpoints' padded vocab_size
+    auto big_schema = std::make_shared<constrain::CompiledGrammar>(constrain::JsonGrammar::from_schema(schema), big_vocab);
+    auto big_object = std::make_shared<constrain::CompiledGrammar>(constrain::JsonGrammar::any_object(), big_vocab);
+    rows.push_back(walk_row("248k vocab, json_schema, cold", big_schema, big_end, walks, tokens, width, 1));
+    rows.push_back(walk_row("248k vocab, json_schema, warm", big_schema, big_end, walks, tokens, width, 1));
+    rows.push_back(walk_row("248k vocab, json_object, cold", big_object, big_end, walks, tokens, width, 2));
+    rows.push_back(walk_row("248k vocab, json_object, warm", big_object, big_end, walks, tokens, width, 2));
+
+    fmt::print("model {} (vocab {}), {} threads, {} prompts × ≤ {} tokens; large vocabulary {} tokens ({} eligible, "
+               "sorted in {:.0f} ms), logits rows of {}\n\n",
+               a.path(), c.vocab_size, threads, prompts.size(), tokens, big_vocab->size(), big_vocab->sorted().size(),
+               sort_ms, width);
+    fmt::print("| case | output tokens | vocabulary walks | state-cache misses | decode step ms | grammar µs / token | "
+               "grammar / plain step |\n|---|---|---|---|---|---|---|\n");
+    for (const Row& r : rows)
+      fmt::print("| {} | {} | {} | {} | {} | {:.1f} | {:.1f}% |\n", r.label, r.tokens, r.walks, r.misses,
+                 r.step_ms > 0 ? fmt::format("{:.2f}", r.step_ms) : "–", r.mask_us,
+                 step_ms > 0 ? 100.0 * r.mask_us / (1e3 * step_ms) : 0.0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ninfer-bench-constrain: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,122 @@
+#include "server/structured_output.h"
+
+#include <functional>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/constrain/json_grammar.h"
+#include "engine/constrain/tool_call_grammar.h"
+#include "engine/core/error.h"
+#include "server/api_error.h"
+
+namespace ninfer::server {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+[[noreturn]] void refuse(std::string message, std::string param) {
+  throw ApiException(bad_request(std::move(message), std::move(param)));
+}
+
+std::string type_name(const ojson& v) { return v.type_name(); }
+
+}  // namespace
+
+ResponseFormat parse_response_format(const ojson& value) {
+  ResponseFormat out;
+  if (!value.is_object()) refuse(fmt::format("'response_format' must be an object, not {}.", type_name(value)), "response_format");
+  if (!value.contains("type") || !value["type"].is_string())
+    refuse("'response_format.type' must be one of 'text', 'json_object', 'json_schema'.", "response_format.type");
+  const std::string type = value["type"].get<std::string>();
+  if (type == "text") return out;
+  if (type == "json_object") {
+    out.kind = ResponseFormat::Kind::kJsonObject;
+    return out;
+  }
+  if (type != "json_schema")
+    refuse(fmt::format("response_format.type '{}' is not one of 'text', 'json_object', 'json_schema'.", type),
+           "response_format.type");
+  out.kind = ResponseFormat::Kind::kJsonSchema;
+  if (!value.contains("json_schema") || !value["json_schema"].is_object())
+    refuse("response_format.json_schema must be an object (type 'json_schema' needs one).", "response_format.json_schema");
+  const ojson& js = value["json_schema"];
+  if (js.contains("name") && !js["name"].is_null()) {
+    if (!js["name"].is_string()) refuse("'response_format.json_schema.name' must be a string.", "response_format.json_schema.name");
+    out.name = js["name"].get<std::string>();
+  }
+  if (js.contains("strict") && !js["strict"].is_null()) {
+    if (!js["strict"].is_boolean()) refuse("'response_format.json_schema.strict' must be a boolean.", "response_format.json_schema.strict");
+    out.strict = js["strict"].get<bool>();
+  }
+  if (!js.contains("schema") || !(js["schema"].is_object() || js["schema"].is_boolean()))
+    refuse("'response_format.json_schema.schema' must be a JSON Schema object.", "response_format.json_schema.schema");
+  out.schema = js["schema"];
+  try {
+    constrain::JsonGrammar::from_schema(out.schema);  // refuse now what cannot be constrained, naming the keyword
+  } catch (const Error& e) {
+    refuse(fmt::format("response_format.json_schema.schema: {}.", e.what()), "response_format.json_schema.schema");
+  }
+  return out;
+}
+
+StructuredOutput::StructuredOutput(const Tokenizer& tokenizer, std::vector<int32_t> end_ids)
+    : tokenizer_(tokenizer), end_ids_(std::move(end_ids)), think_end_(tokenizer.token_id("</think>")) {}
+
+std::shared_ptr<constrain::CompiledGrammar> StructuredOutput::compiled(const std::string& key,
+                                                                       const std::function<constrain::Grammar()>& make) {
+  std::lock_guard lock(mu_);
+  for (auto it = grammars_.begin(); it != grammars_.end(); ++it)
+    if (it->first == key) {
+      grammars_.splice(grammars_.begin(), grammars_, it);
+      return grammars_.front().second;
+    }
+  if (!vocab_) {
+    vocab_ = constrain::TokenVocabulary::from_tokenizer(tokenizer_);
+    spdlog::info("structured output: {} tokens sorted for grammar masks", vocab_->sorted().size());
+  }
+  auto g = std::make_shared<constrain::CompiledGrammar>(make(), vocab_);
+  grammars_.emplace_front(key, g);
+  if (grammars_.size() > kMaxGrammars) grammars_.pop_back();
+  return g;
+}
+
+std::shared_ptr<LogitConstraint> StructuredOutput::constraint(const GenerationRequest& r, ToolCallFormat format,
+                                                              bool opened_reasoning) {
+  const bool forced_call = r.tool_choice.mode == ToolChoiceMode::kRequired || r.tool_choice.mode == ToolChoiceMode::kNamed;
+  const bool json = r.response_format.kind != ResponseFormat::Kind::kText;
+  if (!forced_call && !json) return nullptr;
+  if (forced_call && json)
+    refuse("A forced tool call (tool_choice 'required' or a named function) and a JSON response_format cannot be "
+           "combined: the answer is either the call or the JSON.", "response_format");
+  std::shared_ptr<constrain::CompiledGrammar> grammar;
+  if (forced_call) {
+    if (format == ToolCallFormat::kNone)
+      refuse("tool_choice 'required' or a named function needs a tool-call format, and this server parses none "
+             "(--tool-call-parser none, or the model's chat template writes no tool calls).", "tool_choice");
+    constrain::ToolCallGrammarOptions o{.syntax = format == ToolCallFormat::kHermes ? constrain::ToolCallSyntax::kHermes
+                                                                                    : constrain::ToolCallSyntax::kXml,
+                                        .only = r.tool_choice.mode == ToolChoiceMode::kNamed ? r.tool_choice.name : "",
+                                        .parallel = r.parallel_tool_calls};
+    const std::string key = fmt::format("tools/{}/{}/{}/{}", tool_call_format_name(format), o.only, o.parallel, r.tools.dump());
+    try {
+      grammar = compiled(key, [&] { return constrain::tool_call_grammar(r.tools, o); });
+    } catch (const Error& e) {
+      refuse(fmt::format("the tools cannot be forced: {}.", e.what()), "tools");
+    }
+  } else if (r.response_format.kind == ResponseFormat::Kind::kJsonObject) {
+    grammar = compiled("json_object", [] { return constrain::JsonGrammar::any_object(); });
+  } else {
+    try {
+      grammar = compiled("schema/" + r.response_format.schema.dump(),
+                         [&] { return constrain::JsonGrammar::from_schema(r.response_format.schema); });
+    } catch (const Error& e) {
+      refuse(fmt::format("response_format.json_schema.schema: {}.", e.what()), "response_format.json_schema.schema");
+    }
+  }
+  constrain::GrammarConstraintOptions o{.end_ids = end_ids_, .start_after = std::nullopt};
+  if (opened_reasoning && think_end_) o.start_after = think_end_;
+  return std::make_shared<constrain::GrammarConstraint>(std::move(grammar), std::move(o));
+}
+
+}  // namespace ninfer::server
