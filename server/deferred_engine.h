@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "server/api_error.h"
 #include "server/engine_port.h"
 
 namespace ninfer::server {
@@ -23,9 +24,16 @@ class DeferredEngine final : public EnginePort {
   void cancel(RequestHandle handle) override {
     if (EnginePort* t = target()) t->cancel(handle);
   }
+  // The HTTP layer answers 503 while !ready(), so these only run once the engine is attached.
+  std::vector<int32_t> tokenize(const GenerationRequest& request) const override { return loaded().tokenize(request); }
+  std::string detokenize(const std::vector<int32_t>& ids) const override { return loaded().detokenize(ids); }
 
  private:
   EnginePort* target() const { return target_.load(std::memory_order_acquire); }
+  const EnginePort& loaded() const {
+    if (EnginePort* t = target()) return *t;
+    throw ApiException(service_unavailable("The model is loading.", "model_loading"));
+  }
   std::atomic<EnginePort*> target_{nullptr};
 };
 

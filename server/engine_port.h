@@ -85,6 +85,7 @@ struct SamplingParams {
   std::optional<uint64_t> seed;   // fixed seed: same request, same output (also under concurrency)
   bool logprobs = false;          // report the sampled token's logprob per output token
   int32_t top_logprobs = 0;       // 0..20 alternatives per output token (needs logprobs)
+  std::vector<std::pair<int32_t, double>> logit_bias;  // token id -> bias in [-100, 100]; -100 bans the token
 };
 
 enum class PromptKind {
@@ -105,6 +106,7 @@ struct GenerationRequest {
   std::optional<bool> enable_thinking;
   // chat_template_kwargs as sent: an artifact's own (Jinja) template sees them all; enable_thinking above wins.
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  bool add_generation_prompt = true;      // kChat: false for /tokenize of a conversation as it stands
   std::optional<std::string> reasoning_effort;  // none | minimal | low | medium | high | xhigh
   bool parse_reasoning = true;            // false: everything goes to the content channel
 
@@ -257,6 +259,12 @@ class EnginePort {
   virtual EngineLoad load() const = 0;
   virtual SubmitResult submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) = 0;
   virtual void cancel(RequestHandle handle) = 0;
+  // POST /tokenize: the token ids the request's prompt would run (kChat through the chat template, kText with
+  // control tokens recognised, as /v1/completions does). Throws ApiException (400) for a prompt it cannot render.
+  virtual std::vector<int32_t> tokenize(const GenerationRequest& request) const = 0;
+  // POST /detokenize: ids -> text (UTF-8, U+FFFD for broken sequences). Throws ApiException (400, param "tokens")
+  // naming an id the tokenizer lacks.
+  virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;
 };
 
 std::string_view stop_reason_name(StopReason reason);   // eos | stop_string | … (the JSONL names)

@@ -217,6 +217,7 @@ ninfer::SamplingParams to_engine(const server::SamplingParams& s) {
   e.seed = s.seed;
   e.logprobs = s.logprobs;
   e.top_logprobs = s.top_logprobs;
+  for (const auto& [id, bias] : s.logit_bias) e.logit_bias.emplace_back(id, static_cast<float>(bias));
   return e;
 }
 
@@ -287,6 +288,7 @@ EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) co
     messages.push_back(std::move(j));
   }
   ChatOptions opt;
+  opt.add_generation_prompt = r.add_generation_prompt;
   opt.extra_kwargs = r.template_kwargs;
   opt.extra_kwargs.erase("enable_thinking");  // resolved below (reasoning_effort may set it)
   opt.enable_thinking = r.enable_thinking;
@@ -335,6 +337,13 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
       param = "reasoning_effort";
     return {0, RejectKind::kInvalid, e.what(), param, 0};
   }
+  for (const auto& [id, bias] : request.sampling.logit_bias)
+    if (id >= tokenizer_.vocab_size() || tokenizer_.is_special(id))
+      return {0, RejectKind::kInvalid,
+              fmt::format("logit_bias names token id {}, which is {}: the ids are the tokenizer's, 0..{}, control "
+                          "tokens excluded.", id, id >= tokenizer_.vocab_size() ? "not a token" : "a control token",
+                          tokenizer_.vocab_size() - 1),
+              "logit_bias", 0};
   EngineRequest er;
   try {
     er.constraint = structured_.constraint(request, config_.info.tool_call_format, prompt.opened_reasoning);
@@ -365,6 +374,27 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
 }
 
 void EngineService::cancel(RequestHandle handle) { engine_.cancel(handle); }
+
+std::vector<int32_t> EngineService::tokenize(const GenerationRequest& request) const {
+  try {
+    return build_prompt(request).ids;
+  } catch (const Error& e) {
+    throw ApiException(bad_request(e.what(), request.kind == PromptKind::kChat ? "messages" : "prompt"));
+  }
+}
+
+std::string EngineService::detokenize(const std::vector<int32_t>& ids) const {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    try {
+      tokenizer_.token_bytes(ids[i]);
+    } catch (const Error&) {
+      throw ApiException(bad_request(fmt::format("tokens[{}] = {} is not a token id of this model (0..{}).", i, ids[i],
+                                                 tokenizer_.vocab_size() - 1),
+                                     fmt::format("tokens[{}]", i)));
+    }
+  }
+  return tokenizer_.decode(ids);
+}
 
 std::vector<int32_t> default_stop_ids(const nlohmann::json& gen, const Tokenizer& tok) {
   std::vector<int32_t> ids;

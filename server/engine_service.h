@@ -33,6 +33,8 @@ class EngineService final : public EnginePort {
   EngineLoad load() const override;
   SubmitResult submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) override;
   void cancel(RequestHandle handle) override;
+  std::vector<int32_t> tokenize(const GenerationRequest& request) const override;
+  std::string detokenize(const std::vector<int32_t>& ids) const override;
 
   // Token ids of the prompt a request would run (template applied); throws Error(kInvalidArgument).
   struct Prompt {

@@ -20,6 +20,7 @@
 #include "server/http_connection.h"
 #include "server/jsonl_log.h"
 #include "server/openai_request.h"
+#include "server/tokenize_request.h"
 #include "server/openai_response.h"
 #include "server/request_report.h"
 #include "server/request_stream.h"
@@ -383,6 +384,21 @@ void HttpServer::Impl::install_routes() {
       check_auth(req);
       handle_generation(req, res, read_body(req, res, reader), chat);
     }));
+
+  // vLLM's and llama.cpp's tokenizer endpoints (docs/api.md "Tokenize"): no engine step, answered on this thread.
+  svr.Post("/tokenize", guarded_reader([this](const Req& req, Res& res, const httplib::ContentReader& reader) {
+    check_auth(req);
+    const nlohmann::ordered_json body = parse_body(read_body(req, res, reader));
+    const ModelInfo info = require_ready();
+    const GenerationRequest g = parse_tokenize_request(body);
+    send_json(res, tokenize_response(engine.tokenize(g), info.max_context));
+  }));
+  svr.Post("/detokenize", guarded_reader([this](const Req& req, Res& res, const httplib::ContentReader& reader) {
+    check_auth(req);
+    const nlohmann::ordered_json body = parse_body(read_body(req, res, reader));
+    require_ready();
+    send_json(res, detokenize_response(engine.detokenize(parse_detokenize_request(body))));
+  }));
 
   // Before httplib reads a body: refuse bodies it would read unbounded or wrongly, at once.
   svr.set_pre_routing_handler([this](const Req& req, Res& res) {

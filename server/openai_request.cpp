@@ -1,6 +1,7 @@
 #include "server/openai_request.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -141,6 +142,25 @@ SamplingFields parse_sampling(const Fields& f) {
     int64_t n = Fields::as_integer(*v, "seed");
     s.seed = static_cast<uint64_t>(n);  // negative seeds are valid OpenAI input: reinterpret the bits
   }
+  // logit_bias: {"token id": bias}; the ids are checked against the tokenizer where it is known (EngineService).
+  if (const json* v = f.get("logit_bias")) {
+    if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
+    constexpr size_t kMaxEntries = 1024;
+    if (v->size() > kMaxEntries)
+      bad_value("logit_bias", fmt::format("{} entries; at most {} are accepted.", v->size(), kMaxEntries));
+    for (const auto& [key, bias] : v->items()) {
+      const std::string field = "logit_bias." + key;
+      int64_t id = -1;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+        bad_value(field, fmt::format("'{}' is not a token id (a non-negative integer, as a string).", key));
+      if (!bias.is_number()) wrong_type(field, "a number", bias);
+      const double b = bias.get<double>();
+      if (!(b >= -100.0 && b <= 100.0)) bad_value(field, fmt::format("{} is not between -100 and 100.", b));
+      s.logit_bias.emplace_back(static_cast<int32_t>(id), b);
+    }
+    std::sort(s.logit_bias.begin(), s.logit_bias.end());
+  }
   return s;
 }
 
@@ -178,13 +198,6 @@ void reject_n(const Fields& f) {
     unsupported("n", fmt::format("n={} is not supported yet: ninfer-serve returns one choice per "
                                  "request (send n=1 or leave it out, and send {} requests instead).",
                                  *n, *n));
-}
-
-void reject_logit_bias(const Fields& f) {
-  if (const json* v = f.get("logit_bias")) {
-    if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
-    if (!v->empty()) unsupported("logit_bias", "logit_bias is not supported yet.");
-  }
 }
 
 // Flattens string content or an array of text parts.
@@ -402,7 +415,6 @@ ChatCompletionRequest parse_chat_request(const json& body) {
   r.stop = parse_stop(f);
   parse_stream(f, r.stream, r.include_usage);
   reject_n(f);
-  reject_logit_bias(f);
   parse_tools(f, r);
   if (const json* rf = f.get("response_format")) r.response_format = parse_response_format(*rf);
   if (auto e = f.string("reasoning_effort")) {
@@ -477,7 +489,6 @@ CompletionRequest parse_completion_request(const json& body) {
   r.stop = parse_stop(f);
   parse_stream(f, r.stream, r.include_usage);
   reject_n(f);
-  reject_logit_bias(f);
   if (auto lp = f.integer("logprobs", 0, 5)) r.logprobs = static_cast<int32_t>(*lp);
   if (f.boolean("echo").value_or(false)) unsupported("echo", "echo is not supported yet.");
   if (auto b = f.integer("best_of", 1, std::numeric_limits<int32_t>::max()); b && *b != 1)
@@ -500,6 +511,7 @@ SamplingParams apply_sampling(const SamplingFields& s, const SamplingParams& def
   if (s.frequency_penalty) p.frequency_penalty = *s.frequency_penalty;
   if (s.repetition_penalty) p.repetition_penalty = *s.repetition_penalty;
   if (s.seed) p.seed = s.seed;
+  p.logit_bias = s.logit_bias;
   if (policy.force_greedy || p.temperature == 0.0) p.greedy = true;
   return p;
 }

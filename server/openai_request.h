@@ -22,6 +22,7 @@ struct SamplingFields {
   std::optional<double> frequency_penalty;
   std::optional<double> repetition_penalty;
   std::optional<uint64_t> seed;
+  std::vector<std::pair<int32_t, double>> logit_bias;  // token id -> bias in [-100, 100], ids ascending
 };
 
 struct ChatCompletionRequest {
@@ -60,7 +61,7 @@ struct CompletionRequest {
 };
 
 // Throw ApiException (400 naming the field) on a wrong type, a bad value, or a field whose feature
-// is not served yet (n > 1, legacy functions, logit_bias, echo, best_of, suffix); a response_format schema
+// is not served yet (n > 1, legacy functions, echo, best_of, suffix); a response_format schema
 // structured output cannot constrain is refused naming the keyword.
 // Unknown fields are ignored; null counts as absent. The body is ordered_json so that tool schemas and tool-call
 // arguments keep their key order into the chat template (a plain json converts, with sorted keys).

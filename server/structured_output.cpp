@@ -15,8 +15,8 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-[[noreturn]] void refuse(std::string message, std::string param) {
-  throw ApiException(bad_request(std::move(message), std::move(param)));
+[[noreturn]] void refuse(std::string message, std::string param, std::string code = "invalid_value") {
+  throw ApiException(bad_request(std::move(message), std::move(param), std::move(code)));
 }
 
 std::string type_name(const ojson& v) { return v.type_name(); }
@@ -25,9 +25,14 @@ std::string type_name(const ojson& v) { return v.type_name(); }
 
 ResponseFormat parse_response_format(const ojson& value) {
   ResponseFormat out;
-  if (!value.is_object()) refuse(fmt::format("'response_format' must be an object, not {}.", type_name(value)), "response_format");
-  if (!value.contains("type") || !value["type"].is_string())
-    refuse("'response_format.type' must be one of 'text', 'json_object', 'json_schema'.", "response_format.type");
+  if (!value.is_object())
+    refuse(fmt::format("'response_format' must be an object, not {}.", type_name(value)), "response_format", "invalid_type");
+  if (!value.contains("type") || value["type"].is_null())
+    refuse("'response_format.type' is required: 'text', 'json_object' or 'json_schema'.", "response_format.type",
+           "missing_required_parameter");
+  if (!value["type"].is_string())
+    refuse("'response_format.type' must be a string: 'text', 'json_object' or 'json_schema'.", "response_format.type",
+           "invalid_type");
   const std::string type = value["type"].get<std::string>();
   if (type == "text") return out;
   if (type == "json_object") {
@@ -39,14 +44,18 @@ ResponseFormat parse_response_format(const ojson& value) {
            "response_format.type");
   out.kind = ResponseFormat::Kind::kJsonSchema;
   if (!value.contains("json_schema") || !value["json_schema"].is_object())
-    refuse("response_format.json_schema must be an object (type 'json_schema' needs one).", "response_format.json_schema");
+    refuse("response_format.json_schema must be an object (type 'json_schema' needs one).", "response_format.json_schema",
+           value.contains("json_schema") ? "invalid_type" : "missing_required_parameter");
   const ojson& js = value["json_schema"];
   if (js.contains("name") && !js["name"].is_null()) {
-    if (!js["name"].is_string()) refuse("'response_format.json_schema.name' must be a string.", "response_format.json_schema.name");
+    if (!js["name"].is_string())
+      refuse("'response_format.json_schema.name' must be a string.", "response_format.json_schema.name", "invalid_type");
     out.name = js["name"].get<std::string>();
   }
   if (js.contains("strict") && !js["strict"].is_null()) {
-    if (!js["strict"].is_boolean()) refuse("'response_format.json_schema.strict' must be a boolean.", "response_format.json_schema.strict");
+    if (!js["strict"].is_boolean())
+      refuse("'response_format.json_schema.strict' must be a boolean.", "response_format.json_schema.strict",
+             "invalid_type");
     out.strict = js["strict"].get<bool>();
   }
   if (!js.contains("schema") || !(js["schema"].is_object() || js["schema"].is_boolean()))

@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "engine/core/error.h"
+
 namespace ninfer {
 
 namespace {
@@ -68,6 +70,13 @@ void Sampler::apply_penalties(std::span<float> logits) const {
 
 TokenDist Sampler::distribution(std::span<float> logits) {
   if (constraint_) constraint_->mask(logits);
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  for (const auto& [id, bias] : params_.logit_bias)
+    if (id >= 0 && static_cast<size_t>(id) < logits.size())
+      logits[static_cast<size_t>(id)] = bias <= -100.0f ? kBanned : logits[static_cast<size_t>(id)] + bias;
+  if ((constraint_ || !params_.logit_bias.empty()) &&
+      std::all_of(logits.begin(), logits.end(), [&](float x) { return x == kBanned; }))
+    fail(ErrorKind::kInvalidArgument, "no token is left to choose: logit_bias bans every token the output allows");
   apply_penalties(logits);
   if (params_.greedy || params_.temperature <= 0.0f) {
     order_.assign(1, argmax(logits));

@@ -25,6 +25,9 @@ struct SamplingParams {
   std::optional<uint64_t> seed;      // same seed → same tokens, alone or in a busy batch
   int32_t top_logprobs = 0;          // alternatives to report per token (0..20)
   bool logprobs = false;
+  // OpenAI logit_bias: added to the logits before the penalties (after logprobs were taken); a bias of -100 or
+  // less bans the token.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 struct SampledToken {
@@ -52,7 +55,7 @@ class Sampler {
   SampledToken verify(std::span<float> logits, int32_t draft, bool& accepted);
   // Records a token that was appended without sampling (a forced token), for the penalties.
   void observe(int32_t id);
-  // The distribution sample() draws from for these logits (modified in place): the constraint's mask, penalties, then temperature,
+  // The distribution sample() draws from for these logits (modified in place): the constraint's mask, logit_bias, penalties, then temperature,
   // top-k, min-p, top-p. Greedy: the argmax alone. Valid until the next call on this sampler.
   TokenDist distribution(std::span<float> logits);
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/core/error.h"
 #include "engine/runtime/sampling.h"
 
 namespace ninfer {
@@ -103,6 +104,34 @@ TEST(Sampling, SameSeedSameStreamAndLogprobsAreRawLogSoftmax) {
     EXPECT_EQ(ta.top[1].first, 3);
     EXPECT_NEAR(ta.top[0].second, 1.0 - lse, 1e-5);
   }
+}
+
+TEST(Sampling, LogitBiasShiftsAndBansButLogprobsStayRaw) {
+  const std::vector<float> logits{0.5f, 1.0f, 0.2f, 0.9f};
+  const double lse = std::log(std::exp(0.5) + std::exp(1.0) + std::exp(0.2) + std::exp(0.9));
+  SamplingParams p;
+  p.greedy = true;
+  p.logprobs = true;
+  p.logit_bias = {{2, 5.0f}};  // 0.2 + 5 is the argmax now
+  Sampler s(p, 1, {});
+  auto l = logits;
+  const SampledToken t = s.sample(l);
+  EXPECT_EQ(t.id, 2);
+  EXPECT_NEAR(t.logprob, 0.2 - lse, 1e-5) << "the model's own logprob, before the bias";
+  p.logit_bias = {{1, -100.0f}, {3, -100.0f}};  // bans the two best: the argmax is token 0
+  EXPECT_EQ(histogram(p, logits, 20)[0], 20);
+  SamplingParams sampled;
+  sampled.logit_bias = {{1, -100.0f}};
+  const auto h = histogram(sampled, logits, 5000);
+  EXPECT_EQ(h.count(1), 0u) << "-100 bans the token under sampling too";
+  // p ∝ exp(logit) over {0, 2, 3}.
+  const double z = std::exp(0.5) + std::exp(0.2) + std::exp(0.9);
+  EXPECT_NEAR(h.at(3) / 5000.0, std::exp(0.9) / z, 0.02);
+  SamplingParams all;
+  all.logit_bias = {{0, -100.0f}, {1, -100.0f}, {2, -100.0f}, {3, -100.0f}};
+  Sampler none(all, 1, {});
+  auto l2 = logits;
+  EXPECT_THROW(none.sample(l2), Error) << "nothing left to choose is an error of the request, not a guess";
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ class CountingPort final : public EnginePort {
     return r;
   }
   void cancel(RequestHandle h) override { cancelled = h; }
+  std::vector<int32_t> tokenize(const GenerationRequest&) const override { return {7, 8}; }
+  std::string detokenize(const std::vector<int32_t>&) const override { return "seven eight"; }
   RequestHandle submits = 0, cancelled = 0;
 };
 

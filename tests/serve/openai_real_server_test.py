@@ -7,6 +7,8 @@ error mapping of the real engine (context length, unknown model, api key).
 import json
 import sys
 import unittest
+import urllib.error
+import urllib.request
 
 import openai
 
@@ -75,6 +77,42 @@ class RealServer(unittest.TestCase):
         # and the server still serves
         r = client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=4)
         self.assertEqual(r.usage.completion_tokens, 4)
+
+    def test_tokenize_counts_what_chat_prefills_and_detokenize_inverts_it(self):
+        usage = client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=1).usage
+        tok = post("/tokenize", {"model": "ninfer-tiny", "messages": MESSAGES})
+        self.assertEqual(tok["count"], usage.prompt_tokens)
+        self.assertEqual(len(tok["tokens"]), tok["count"])
+        self.assertEqual(tok["max_model_len"], 512)
+        text = "def add(a, b):\n    return a + b  # ünïcode ☀"
+        ids = post("/tokenize", {"prompt": text})["tokens"]
+        self.assertEqual(post("/detokenize", {"tokens": ids})["prompt"], text)
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            post("/detokenize", {"tokens": [10 ** 9]})
+        self.assertEqual(e.exception.code, 400)
+
+    def test_logit_bias_forces_and_bans_tokens(self):
+        prompt = "def add(a, b):"
+        plain = client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=4, temperature=0,
+                                            logprobs=1)
+        first = post("/tokenize", {"prompt": plain.choices[0].text})["tokens"][0]
+        banned = client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=4, temperature=0,
+                                             logit_bias={str(first): -100})
+        self.assertNotEqual(post("/tokenize", {"prompt": banned.choices[0].text})["tokens"][0], first)
+        forced_id = post("/tokenize", {"prompt": " banana"})["tokens"][0]
+        forced = client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=3, temperature=0,
+                                             logit_bias={str(forced_id): 100})
+        self.assertEqual(forced.choices[0].text, post("/detokenize", {"tokens": [forced_id] * 3})["prompt"])
+        with self.assertRaises(openai.BadRequestError) as e:
+            client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=2, logit_bias={"99999999": 1})
+        self.assertEqual(e.exception.body.get("param"), "logit_bias")
+
+
+def post(path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "server/api_error.h"
 #include "tests/server/tool_call_recordings.h"
 
 namespace ninfer::server::testing {
@@ -138,6 +139,23 @@ EngineLoad FakeEngine::load() const {
 void FakeEngine::set_queue_capacity(int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   config_.queue_capacity = n;
+}
+
+std::vector<int32_t> FakeEngine::tokenize(const GenerationRequest& request) const {
+  std::vector<int32_t> ids;
+  for (unsigned char c : prompt_repr(request)) ids.push_back(c);
+  return ids;
+}
+
+std::string FakeEngine::detokenize(const std::vector<int32_t>& ids) const {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] > 255)
+      throw ApiException(bad_request(fmt::format("tokens[{}] = {} is not a token id of the fake model (0..255).", i, ids[i]),
+                                     fmt::format("tokens[{}]", i)));
+    out.push_back(static_cast<char>(ids[i]));
+  }
+  return out;
 }
 
 SubmitResult FakeEngine::submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) {

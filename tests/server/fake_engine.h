@@ -58,6 +58,9 @@ class FakeEngine final : public EnginePort {
   EngineLoad load() const override;
   SubmitResult submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) override;
   void cancel(RequestHandle handle) override;
+  // One id per byte of the prompt's text form (chat: "role:content\n" per message); detokenize maps ids 0..255 back.
+  std::vector<int32_t> tokenize(const GenerationRequest& request) const override;
+  std::string detokenize(const std::vector<int32_t>& ids) const override;
 
   void set_ready(bool ready) { ready_ = ready; }
   void set_queue_capacity(int64_t n);

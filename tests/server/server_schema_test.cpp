@@ -59,7 +59,7 @@ TEST(ChatRequest, EveryField) {
                       {"tools", json::array()},
                       {"tool_choice", "auto"},
                       {"response_format", {{"type", "text"}}},
-                      {"logit_bias", json::object()}});
+                      {"logit_bias", {{"12", -100}, {"3", 2.5}}}});
   b["messages"] = json::array(
       {{{"role", "system"}, {"content", "be brief"}},
        {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "a "}}, {{"type", "text"}, {"text", "b"}}})}},
@@ -100,6 +100,8 @@ TEST(ChatRequest, EveryField) {
   EXPECT_FALSE(g.sampling.greedy);
   EXPECT_TRUE(g.sampling.logprobs);
   EXPECT_EQ(g.sampling.top_logprobs, 3);
+  const std::vector<std::pair<int32_t, double>> bias{{3, 2.5}, {12, -100.0}};  // by id
+  EXPECT_EQ(g.sampling.logit_bias, bias);
   EXPECT_EQ(*g.max_tokens, 50);
   EXPECT_TRUE(g.parse_reasoning);
   EXPECT_EQ(g.enable_thinking, std::optional<bool>(false));
@@ -197,7 +199,8 @@ TEST(ChatRequest, UnsupportedFeaturesAreClear400s) {
   }, "response_format.json_schema.schema");
   expect_400([] { parse_chat_request(chat_body({{"response_format", {{"type", "json_schema"}}}})); },
              "response_format.json_schema");
-  expect_400([] { parse_chat_request(chat_body({{"logit_bias", {{"5", 1}}}})); }, "logit_bias");
+  expect_400([] { parse_chat_request(chat_body({{"logit_bias", {{"-5", 1}}}})); }, "logit_bias.-5");
+  expect_400([] { parse_chat_request(chat_body({{"logit_bias", {{"7", -100.5}}}})); }, "logit_bias.7");
   expect_400(
       [] {
         parse_chat_request(chat_body({{"messages", json::array({{{"role", "assistant"},
