@@ -115,13 +115,6 @@ StackSet GrammarMatcher::start() const {
   return out;
 }
 
-StackSet GrammarMatcher::frame(uint32_t position) const {
-  StackSet out;
-  std::vector<uint32_t> stack{position};
-  closure(stack, out, 0);
-  return out;
-}
-
 bool GrammarMatcher::advance(const StackSet& in, uint8_t byte, StackSet& out) const {
   out.clear();
   thread_local std::vector<uint32_t> stack;

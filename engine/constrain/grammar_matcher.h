@@ -46,9 +46,6 @@ class GrammarMatcher {
 
   // The stacks before any byte: the root rule's alternatives, expanded.
   StackSet start() const;
-  // The stacks of one frame: `position` (a byte-set element) on an otherwise empty stack. Its empty stack then means
-  // "the frame's alternative is finished", the rest of the real stack being unknown (mask precomputation).
-  StackSet frame(uint32_t position) const;
   // out = the stacks after `byte` from `in` (out is cleared first). Returns !out.dead().
   bool advance(const StackSet& in, uint8_t byte, StackSet& out) const;
   // Runs `bytes` from `in`; true when all were consumed with some stack left.
