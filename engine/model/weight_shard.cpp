@@ -69,10 +69,8 @@ TpLayout tp_layout(const ModelConfig& c, int rank, int size) {
     l.gdn_k_replicated = k.replicated;
   }
   auto range = [&](int64_t n, int64_t& begin, int64_t& count) {
-    begin = n * rank / size;
-    count = n * (rank + 1) / size - begin;
-    if (count <= 0)
-      fail(ErrorKind::kInvalidArgument, "tensor parallelism: {} rows cannot be cut over {} ranks", n, size);
+    const WeightShard::Range r = tp_rows(n, rank, size);
+    begin = r.begin, count = r.end - r.begin;
   };
   range(c.intermediate_size, l.inter0, l.inter);
   range(c.vocab_size, l.vocab0, l.vocab);
@@ -195,6 +193,55 @@ Tensor WeightShard::columns(const Tensor& w, Range r, const std::string& name) {
                          {w.row_stride(), 1}, w.device);
 }
 
+WeightShard::Range tp_rows(int64_t n, int rank, int size) {
+  const WeightShard::Range r{n * rank / size, n * (rank + 1) / size};
+  if (r.end <= r.begin)
+    fail(ErrorKind::kInvalidArgument, "tensor parallelism: {} rows cannot be cut over {} ranks", n, size);
+  return r;
+}
+
+LayerWeights shard_layer(WeightShard& shard, const LayerWeights& f, const ModelConfig& c, const TpLayout& l,
+                         const std::string& p) {
+  const int64_t hd = c.head_dim, per_head = c.attn_output_gate ? 2 * hd : hd;
+  const int64_t nk = c.linear_num_key_heads, dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
+  LayerWeights lw;
+  lw.type = f.type;
+  lw.input_norm = f.input_norm;
+  lw.post_norm = f.post_norm;
+  const WeightShard::Range mlp{l.inter0, l.inter0 + l.inter};
+  lw.gate_proj = shard.rows(f.gate_proj, mlp, p + "mlp.gate_proj.weight");
+  lw.up_proj = shard.rows(f.up_proj, mlp, p + "mlp.up_proj.weight");
+  lw.down_proj = shard.columns(f.down_proj, mlp, p + "mlp.down_proj.weight");
+  if (f.type == LayerType::kFullAttention) {
+    const std::string a = p + "self_attn.";
+    lw.attn.q_proj = shard.rows(f.attn.q_proj, {l.q_head0 * per_head, (l.q_head0 + l.q_heads) * per_head}, a + "q_proj.weight");
+    const WeightShard::Range kv{l.kv_head0 * hd, (l.kv_head0 + l.kv_heads) * hd};
+    lw.attn.k_proj = shard.rows(f.attn.k_proj, kv, a + "k_proj.weight");
+    lw.attn.v_proj = shard.rows(f.attn.v_proj, kv, a + "v_proj.weight");
+    lw.attn.o_proj = shard.columns(f.attn.o_proj, {l.q_head0 * hd, (l.q_head0 + l.q_heads) * hd}, a + "o_proj.weight");
+    lw.attn.q_norm = f.attn.q_norm;
+    lw.attn.k_norm = f.attn.k_norm;
+  } else {
+    const std::string g = p + "linear_attn.";
+    // Conv channels (and in_proj_qkv rows) are [q (nk·dk) | k (nk·dk) | v (nv·dv)]: the rank's key heads in q and
+    // k, its value heads in v.
+    const int64_t k0 = l.gdn_k_head0 * dk, k1 = (l.gdn_k_head0 + l.gdn_k_heads) * dk;
+    const int64_t v0 = l.gdn_v_head0 * dv, v1 = (l.gdn_v_head0 + l.gdn_v_heads) * dv;
+    const WeightShard::Range qkv[] = {{k0, k1}, {nk * dk + k0, nk * dk + k1}, {2 * nk * dk + v0, 2 * nk * dk + v1}};
+    const WeightShard::Range heads{l.gdn_v_head0, l.gdn_v_head0 + l.gdn_v_heads};
+    lw.gdn.in_proj_qkv = shard.rows(f.gdn.in_proj_qkv, qkv, g + "in_proj_qkv.weight");
+    lw.gdn.in_proj_z = shard.rows(f.gdn.in_proj_z, {v0, v1}, g + "in_proj_z.weight");
+    lw.gdn.in_proj_b = shard.rows(f.gdn.in_proj_b, heads, g + "in_proj_b.weight");
+    lw.gdn.in_proj_a = shard.rows(f.gdn.in_proj_a, heads, g + "in_proj_a.weight");
+    lw.gdn.conv1d = shard.rows(f.gdn.conv1d, qkv, g + "conv1d.weight");
+    lw.gdn.dt_bias = shard.rows(f.gdn.dt_bias, heads, g + "dt_bias");
+    lw.gdn.A_log = shard.rows(f.gdn.A_log, heads, g + "A_log");
+    lw.gdn.norm = f.gdn.norm;
+    lw.gdn.out_proj = shard.columns(f.gdn.out_proj, {v0, v1}, g + "out_proj.weight");
+  }
+  return lw;
+}
+
 ModelWeights shard_weights(const ModelWeights& full, const ModelConfig& c, const TpLayout& l) {
   ModelWeights w;
   WeightShard shard(w.owned);
@@ -202,48 +249,8 @@ ModelWeights shard_weights(const ModelWeights& full, const ModelConfig& c, const
   w.embed = full.embed;  // replicated
   w.final_norm = full.final_norm;
   w.lm_head = shard.rows(full.lm_head, {l.vocab0, l.vocab0 + l.vocab}, "lm_head.weight");
-  const int64_t hd = c.head_dim, per_head = c.attn_output_gate ? 2 * hd : hd;
-  const int64_t nk = c.linear_num_key_heads, dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
-  for (size_t i = 0; i < full.layers.size(); ++i) {
-    const LayerWeights& f = full.layers[i];
-    const std::string p = fmt::format("model.layers.{}.", i);
-    LayerWeights lw;
-    lw.type = f.type;
-    lw.input_norm = f.input_norm;
-    lw.post_norm = f.post_norm;
-    const WeightShard::Range mlp{l.inter0, l.inter0 + l.inter};
-    lw.gate_proj = shard.rows(f.gate_proj, mlp, p + "mlp.gate_proj.weight");
-    lw.up_proj = shard.rows(f.up_proj, mlp, p + "mlp.up_proj.weight");
-    lw.down_proj = shard.columns(f.down_proj, mlp, p + "mlp.down_proj.weight");
-    if (f.type == LayerType::kFullAttention) {
-      const std::string a = p + "self_attn.";
-      lw.attn.q_proj = shard.rows(f.attn.q_proj, {l.q_head0 * per_head, (l.q_head0 + l.q_heads) * per_head}, a + "q_proj.weight");
-      const WeightShard::Range kv{l.kv_head0 * hd, (l.kv_head0 + l.kv_heads) * hd};
-      lw.attn.k_proj = shard.rows(f.attn.k_proj, kv, a + "k_proj.weight");
-      lw.attn.v_proj = shard.rows(f.attn.v_proj, kv, a + "v_proj.weight");
-      lw.attn.o_proj = shard.columns(f.attn.o_proj, {l.q_head0 * hd, (l.q_head0 + l.q_heads) * hd}, a + "o_proj.weight");
-      lw.attn.q_norm = f.attn.q_norm;
-      lw.attn.k_norm = f.attn.k_norm;
-    } else {
-      const std::string g = p + "linear_attn.";
-      // Conv channels (and in_proj_qkv rows) are [q (nk·dk) | k (nk·dk) | v (nv·dv)]: the rank's key heads in q and
-      // k, its value heads in v.
-      const int64_t k0 = l.gdn_k_head0 * dk, k1 = (l.gdn_k_head0 + l.gdn_k_heads) * dk;
-      const int64_t v0 = l.gdn_v_head0 * dv, v1 = (l.gdn_v_head0 + l.gdn_v_heads) * dv;
-      const WeightShard::Range qkv[] = {{k0, k1}, {nk * dk + k0, nk * dk + k1}, {2 * nk * dk + v0, 2 * nk * dk + v1}};
-      const WeightShard::Range heads{l.gdn_v_head0, l.gdn_v_head0 + l.gdn_v_heads};
-      lw.gdn.in_proj_qkv = shard.rows(f.gdn.in_proj_qkv, qkv, g + "in_proj_qkv.weight");
-      lw.gdn.in_proj_z = shard.rows(f.gdn.in_proj_z, {v0, v1}, g + "in_proj_z.weight");
-      lw.gdn.in_proj_b = shard.rows(f.gdn.in_proj_b, heads, g + "in_proj_b.weight");
-      lw.gdn.in_proj_a = shard.rows(f.gdn.in_proj_a, heads, g + "in_proj_a.weight");
-      lw.gdn.conv1d = shard.rows(f.gdn.conv1d, qkv, g + "conv1d.weight");
-      lw.gdn.dt_bias = shard.rows(f.gdn.dt_bias, heads, g + "dt_bias");
-      lw.gdn.A_log = shard.rows(f.gdn.A_log, heads, g + "A_log");
-      lw.gdn.norm = f.gdn.norm;
-      lw.gdn.out_proj = shard.columns(f.gdn.out_proj, {v0, v1}, g + "out_proj.weight");
-    }
-    w.layers.push_back(std::move(lw));
-  }
+  for (size_t i = 0; i < full.layers.size(); ++i)
+    w.layers.push_back(shard_layer(shard, full.layers[i], c, l, fmt::format("model.layers.{}.", i)));
   return w;
 }
 

@@ -64,6 +64,15 @@ class WeightShard {
   std::vector<std::shared_ptr<void>>& owned_;
 };
 
+// Rows [n·rank/size, n·(rank+1)/size) of n: a rank's even contiguous share (MLP rows, vocabulary rows). Throws
+// Error(kInvalidArgument) when a rank would get none.
+WeightShard::Range tp_rows(int64_t n, int rank, int size);
+
+// One decoder layer's share on rank `layout.rank`, cut as the table in docs/parallel.md says; `prefix` names its
+// tensors in errors ("model.layers.3.", "mtp.layers.0.").
+LayerWeights shard_layer(WeightShard& shard, const LayerWeights& full, const ModelConfig& config, const TpLayout& layout,
+                         const std::string& prefix);
+
 // Rank `layout.rank`'s weights from the model's full weights (views into the artifact, which must outlive them).
 ModelWeights shard_weights(const ModelWeights& full, const ModelConfig& config, const TpLayout& layout);
 

@@ -52,6 +52,10 @@ class RemoteRanks final : public TpFollowers, private StateMirror {
                const FeatureCapture& capture) override;
   // Rank 0's state operations are recorded and sent to the followers with the next step.
   void mirror_state(LinearStateCache& leader) override { leader.mirror_to(static_cast<StateMirror&>(*this)); }
+  // None: the follower processes take step messages only, so the drafter runs whole on rank 0 (docs/parallel.md).
+  std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory::Shard&, WeightStore&, const DrafterLimits&) override {
+    return nullptr;
+  }
 
  private:
   void zero_row(int32_t row) override { pending_.push_back({StateOp::Kind::kZero, row, 0}); }

@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/parallel/nccl_communicator.h"
+#include "engine/parallel/rank_drafters.h"
 #include "engine/parallel/rank_replica.h"
 
 namespace ninfer {
@@ -130,6 +131,16 @@ void TpRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, Lin
 
 void TpRanks::mirror_state(LinearStateCache& leader) {
   for (auto& f : followers_) leader.mirror_to(*f->replica->state);
+}
+
+std::unique_ptr<Drafter> TpRanks::sharded_drafter(const DrafterFactory::Shard& shard, WeightStore& leader_weights,
+                                                 const DrafterLimits& limits) {
+  std::vector<std::unique_ptr<Drafter>> shares(static_cast<size_t>(size()));
+  run([&](int rank) {
+    WeightStore& store = rank == 0 ? leader_weights : *followers_[static_cast<size_t>(rank - 1)]->replica->weights;
+    shares[static_cast<size_t>(rank)] = shard(store, limits, {.rank = rank, .size = size(), .comm = &communicator(rank)});
+  });
+  return std::make_unique<RankDrafters>(*this, std::move(shares));
 }
 
 Model& TpRanks::model(int rank) { return *followers_.at(static_cast<size_t>(rank - 1))->replica->model; }

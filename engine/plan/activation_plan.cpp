@@ -152,7 +152,8 @@ ActivationPlan plan_activations(const ActivationInput& in) {
     b.scratch("mtp.mlp_up", {S, c.intermediate_size});
     b.scratch("mtp.draft_x", {S, H});
     b.scratch("mtp.draft_normed", {S, H});
-    b.scratch("mtp.logits", {S, in.draft_head_rows});
+    b.scratch("mtp.logits", {S, in.tp > 1 ? in.draft_head_total : in.draft_head_rows});
+    if (in.tp > 1) b.scratch("mtp.logits_part", {S, in.draft_head_rows});  // the rank's share, then gathered
   }
   // Dflash2Drafter (engine/spec/dflash2_drafter.cpp): append_context over the step's committed rows, then one block
   // forward of S · B rows.
@@ -171,7 +172,8 @@ ActivationPlan plan_activations(const ActivationInput& in) {
     b.scratch("dflash2.mlp_gate", {rows, d.intermediate_size});
     b.scratch("dflash2.mlp_up", {rows, d.intermediate_size});
     b.scratch("dflash2.sel", {S * D, H});
-    b.scratch("dflash2.logits", {S * D, in.draft_head_rows});
+    b.scratch("dflash2.logits", {S * D, in.tp > 1 ? in.draft_head_total : in.draft_head_rows});
+    if (in.tp > 1) b.scratch("dflash2.logits_part", {S * D, in.draft_head_rows});  // the rank's share, then gathered
   }
   return out;
 }

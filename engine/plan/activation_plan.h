@@ -33,6 +33,7 @@ struct ActivationInput {
   int64_t nvfp4_max_k = 0;  // widest input (columns) of the rank's nvfp4 projections
   bool mtp = false;         // the MTP drafter's scratch
   int64_t draft_head_rows = 0;  // rows of the drafter's scoring head (the rank's lm_head or draft_lm_head share)
+  int64_t draft_head_total = 0;  // rows of the whole head: a split drafter gathers every rank's scores under TP
   std::optional<Dflash2Config> dflash2;  // the DFlash2 drafter's scratch (its rank-local heads and MLP rows)
 };
 

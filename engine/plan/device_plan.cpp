@@ -19,15 +19,6 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr uint64_t kMiBytes = uint64_t{1} << 20;
 
-// The drafter's heads and MLP rows on one rank (its TpLayout), as a config of the same kind.
-Dflash2Config dflash2_rank_config(const Dflash2Config& d, const TpLayout& l) {
-  Dflash2Config r = d;
-  r.num_heads = l.q_heads;
-  r.num_kv_heads = l.kv_heads;
-  r.intermediate_size = l.inter;
-  return r;
-}
-
 RankPlan plan_rank(const DevicePlanInput& in, int rank, int64_t kv_tokens) {
   const ModelConfig& c = in.config;
   const TpLayout l = tp_layout(c, rank, in.tp);
@@ -43,7 +34,7 @@ RankPlan plan_rank(const DevicePlanInput& in, int rank, int64_t kv_tokens) {
   r.device = in.devices.empty() ? rank : in.devices[static_cast<size_t>(rank)];
   r.available = in.available_bytes[static_cast<size_t>(rank)];
 
-  int64_t nvfp4_max_k = 0, draft_head_rows = l.vocab;
+  int64_t nvfp4_max_k = 0, draft_head_rows = l.vocab, draft_head_total = c.vocab_size;
   bool has_lm_head = false;
   for (const PlanTensor& t : in.tensors) {
     const RankShard s = rank_shard(t, c, l, in.dflash2, dl, policy);
@@ -57,7 +48,7 @@ RankPlan plan_rank(const DevicePlanInput& in, int rank, int64_t kv_tokens) {
     }
     if (t.dtype == DType::kNVFP4 && s.shape.size() == 2) nvfp4_max_k = std::max(nvfp4_max_k, s.shape[1]);
     if (t.name == "lm_head.weight") has_lm_head = true;
-    if (t.name == "draft_lm_head.weight") draft_head_rows = s.shape[0];
+    if (t.name == "draft_lm_head.weight") draft_head_rows = s.shape[0], draft_head_total = t.shape[0];
   }
   // A tied lm_head is the embedding: one shared copy at TP1 when the embedding is on the device, else the rank's
   // vocabulary rows of it uploaded as the lm_head shard.
@@ -105,6 +96,7 @@ RankPlan plan_rank(const DevicePlanInput& in, int rank, int64_t kv_tokens) {
                                                .nvfp4_max_k = nvfp4_max_k,
                                                .mtp = mtp,
                                                .draft_head_rows = draft_head_rows,
+                                               .draft_head_total = draft_head_total,
                                                .dflash2 = local_dflash2});
   r.activations = act.scratch_bytes();
   r.workspaces = act.workspace_bytes();

@@ -30,20 +30,6 @@ uint64_t device_alloc_bytes(uint64_t bytes) {
   return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
-ModelConfig dflash2_as_model_config(const Dflash2Config& d, const ModelConfig& target) {
-  ModelConfig c;
-  c.arch = Architecture::kQwen3;
-  c.vocab_size = target.vocab_size;
-  c.hidden_size = d.hidden_size;
-  c.intermediate_size = d.intermediate_size;
-  c.num_layers = d.num_layers;
-  c.layer_types.assign(static_cast<size_t>(d.num_layers), LayerType::kFullAttention);
-  c.num_heads = d.num_heads;
-  c.num_kv_heads = d.num_kv_heads;
-  c.head_dim = d.head_dim;
-  return c;
-}
-
 RankShard rank_shard(const PlanTensor& t, const ModelConfig& c, const TpLayout& l,
                      const std::optional<Dflash2Config>& dflash2, const std::optional<TpLayout>& dl,
                      const ShardPolicy& policy) {

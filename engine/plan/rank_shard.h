@@ -41,9 +41,6 @@ RankShard rank_shard(const PlanTensor& t, const ModelConfig& target, const TpLay
                      const std::optional<Dflash2Config>& dflash2, const std::optional<TpLayout>& dflash2_layout,
                      const ShardPolicy& policy);
 
-// The DFlash2 drafter's layers as a ModelConfig of full-attention layers (for tp_layout and KV sizing).
-ModelConfig dflash2_as_model_config(const Dflash2Config& config, const ModelConfig& target);
-
 // Bytes the CUDA backend's caching arena hands out for a request of `bytes` (DeviceArena::round_size in
 // engine/backend/cuda/device_arena.cpp: up to 1 MiB in 512-byte classes, above in 2 MiB steps).
 uint64_t device_alloc_bytes(uint64_t bytes);

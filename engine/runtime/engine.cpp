@@ -153,14 +153,23 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   runner_ = std::make_unique<ModelRunner>(*model_, *kv_, *state_);
   runner_->set_ranks(tp_.get());
   if (options_.drafter) {
-    auto drafter = options_.drafter(*weights_, drafter_limits(options_, options_.max_context));
+    const DrafterLimits limits = drafter_limits(options_, options_.max_context);
+    std::unique_ptr<Drafter> drafter;
+    if (tp_ && options_.drafter.shard) drafter = tp_->sharded_drafter(options_.drafter.shard, *weights_, limits);
+    if (drafter) {
+      spdlog::info("speculative decoding under tensor parallelism: the drafter is split over the {} ranks as the "
+                   "target's layers are (docs/parallel.md)", tp_->size());
+    } else {
+      drafter = options_.drafter(*weights_, limits);
+      if (tp_)
+        spdlog::info("speculative decoding under tensor parallelism: the drafter runs whole on rank 0, conditioned on "
+                     "rank 0's target features ({}; docs/parallel.md)",
+                     options_.drafter.shard ? "the other ranks are processes" : "this drafter is not split");
+    }
     spec_ = std::make_unique<SpecDecoder>(std::move(drafter), options_.draft_tokens, options_.max_concurrency, *state_,
                                           config_.vocab_size);
     spec_totals_.accepted_at.assign(static_cast<size_t>(options_.draft_tokens), 0);
     spdlog::info("speculative decoding: {} draft tokens per step", options_.draft_tokens);
-    if (tp_)
-      spdlog::info("speculative decoding under tensor parallelism: the drafter runs on rank 0 over the full weights, "
-                   "conditioned on rank 0's target features (docs/parallel.md)");
   }
   row_.resize(static_cast<size_t>(config_.vocab_size));
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{.max_concurrency = options_.max_concurrency,

@@ -152,4 +152,47 @@ Dflash2Weights bind_dflash2_weights(const Artifact& a, const Dflash2Config& c) {
   return w;
 }
 
+ModelConfig dflash2_as_model_config(const Dflash2Config& d, const ModelConfig& target) {
+  ModelConfig c;
+  c.arch = Architecture::kQwen3;
+  c.vocab_size = target.vocab_size;
+  c.hidden_size = d.hidden_size;
+  c.intermediate_size = d.intermediate_size;
+  c.num_layers = d.num_layers;
+  c.layer_types.assign(static_cast<size_t>(d.num_layers), LayerType::kFullAttention);
+  c.num_heads = d.num_heads;
+  c.num_kv_heads = d.num_kv_heads;
+  c.head_dim = d.head_dim;
+  return c;
+}
+
+Dflash2Config dflash2_rank_config(const Dflash2Config& d, const TpLayout& l) {
+  Dflash2Config r = d;
+  r.num_heads = l.q_heads;
+  r.num_kv_heads = l.kv_heads;
+  r.intermediate_size = l.inter;
+  return r;
+}
+
+Dflash2Weights shard_dflash2_weights(const Dflash2Weights& full, const Dflash2Config& c, const TpLayout& l) {
+  Dflash2Weights w = full;
+  WeightShard shard(w.owned);
+  const int64_t hd = c.head_dim;
+  const WeightShard::Range q{l.q_head0 * hd, (l.q_head0 + l.q_heads) * hd}, kv{l.kv_head0 * hd, (l.kv_head0 + l.kv_heads) * hd},
+      mlp{l.inter0, l.inter0 + l.inter};
+  for (size_t i = 0; i < full.layers.size(); ++i) {
+    const Dflash2LayerWeights& f = full.layers[i];
+    Dflash2LayerWeights& r = w.layers[i];
+    const std::string p = fmt::format("dflash2.layers.{}.", i);
+    r.q_proj = shard.rows(f.q_proj, q, p + "self_attn.q_proj.weight");
+    r.k_proj = shard.rows(f.k_proj, kv, p + "self_attn.k_proj.weight");
+    r.v_proj = shard.rows(f.v_proj, kv, p + "self_attn.v_proj.weight");
+    r.o_proj = shard.columns(f.o_proj, q, p + "self_attn.o_proj.weight");
+    r.gate_proj = shard.rows(f.gate_proj, mlp, p + "mlp.gate_proj.weight");
+    r.up_proj = shard.rows(f.up_proj, mlp, p + "mlp.up_proj.weight");
+    r.down_proj = shard.columns(f.down_proj, mlp, p + "mlp.down_proj.weight");
+  }
+  return w;
+}
+
 }  // namespace ninfer

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/artifact/artifact.h"
 #include "engine/backend/tensor.h"
 #include "engine/model/model_config.h"
+#include "engine/model/weight_shard.h"
 
 namespace ninfer {
 
@@ -63,7 +65,13 @@ struct Dflash2Weights {
   Tensor mask_embedding;  // [1, H] (the artifact's [H] viewed as a one-row table)
   Tensor final_norm;      // [H]
   std::vector<Dflash2LayerWeights> layers;
+  std::vector<std::shared_ptr<void>> owned;  // a rank's shard copies (see WeightShard)
 };
+
+// Rank `layout.rank`'s share of the drafter's weights under tensor parallelism: every layer's query and KV heads, MLP
+// rows, o_proj and down_proj columns, cut as the target's layers are (layout from tp_layout(dflash2_as_model_config));
+// fc, the norms and the mask embedding whole.
+Dflash2Weights shard_dflash2_weights(const Dflash2Weights& full, const Dflash2Config& config, const TpLayout& layout);
 
 // Every tensor of the DFlash2 weights (for placing them on a device backend).
 template <typename F>
@@ -74,6 +82,12 @@ void for_each_tensor(Dflash2Weights& w, F&& f) {
                       &l.gate_proj, &l.up_proj, &l.down_proj})
       f(*t);
 }
+
+// The drafter's layers as a ModelConfig of full-attention layers (for tp_layout and KV sizing).
+ModelConfig dflash2_as_model_config(const Dflash2Config& config, const ModelConfig& target);
+// The drafter's heads and MLP rows on one rank of a tensor-parallel group (its TpLayout from
+// tp_layout(dflash2_as_model_config(...))), as a config of the same kind.
+Dflash2Config dflash2_rank_config(const Dflash2Config& config, const TpLayout& layout);
 
 // True when the artifact carries a dflash2 section.
 bool has_dflash2(const Artifact& artifact);

@@ -25,22 +25,26 @@ ModelConfig cache_shape(const Dflash2Config& c) {
 }  // namespace
 
 Dflash2Drafter::Dflash2Drafter(const Dflash2Config& config, Dflash2Weights weights, Tensor embed, Dflash2Head head,
-                               Backend& backend, const Dflash2CacheOptions& cache)
+                               Backend& backend, const Dflash2CacheOptions& cache, Communicator& comm)
     : config_(config),
       w_(std::move(weights)),
       embed_(embed),
       head_(std::move(head)),
       backend_(backend),
+      comm_(comm),
       scratch_(backend) {
+  if (head_.rows == 0) head_.rows = head_.weight.dim(0);
   if (embed_.ndim != 2 || embed_.dim(1) != config_.hidden_size)
     fail(ErrorKind::kInvalidArgument, "DFlash2: target embedding {} must be [V, {}]", embed_.describe(),
          config_.hidden_size);
   if (head_.weight.ndim != 2 || head_.weight.dim(1) != config_.hidden_size)
     fail(ErrorKind::kInvalidArgument, "DFlash2: head {} must be [V', {}]", head_.weight.describe(),
          config_.hidden_size);
-  if (!head_.token_ids.empty() && static_cast<int64_t>(head_.token_ids.size()) != head_.weight.dim(0))
-    fail(ErrorKind::kInvalidArgument, "DFlash2: head has {} rows but {} token ids", head_.weight.dim(0),
-         head_.token_ids.size());
+  if (!head_.token_ids.empty() && static_cast<int64_t>(head_.token_ids.size()) != head_.rows)
+    fail(ErrorKind::kInvalidArgument, "DFlash2: head has {} rows but {} token ids", head_.rows, head_.token_ids.size());
+  if ((comm_.size() == 1) != (head_.weight.dim(0) == head_.rows))
+    fail(ErrorKind::kInvalidArgument, "DFlash2: a head share of {} of {} rows on a group of {} ranks",
+         head_.weight.dim(0), head_.rows, comm_.size());
   if (static_cast<int64_t>(w_.layers.size()) != config_.num_layers)
     fail(ErrorKind::kInvalidArgument, "DFlash2: {} layer weight sets for {} layers", w_.layers.size(),
          config_.num_layers);
@@ -200,15 +204,23 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
     Tensor o = scratch_.get("o", {R, nh, hd});
     backend_.attention(o, q, kv_->layer(l), paged, scale);
     backend_.linear(mix, o.reshape({R, nh * hd}), lw.o_proj);
+    comm_.all_reduce_sum(mix, backend_);  // o_proj is row-parallel over the rank's heads under TP
     backend_.add(x, x, mix);
     backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, 0.0f);
     swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
+    comm_.all_reduce_sum(mix, backend_);  // down_proj too
     backend_.add(x, x, mix);
   }
   Tensor sel = scratch_.get("sel", {S * D, H});
   backend_.rms_norm(sel, x.slice0(S, R), w_.final_norm, c.rms_norm_eps, 0.0f);
   Tensor out = scratch_.get("logits", {S * D, V});
-  backend_.linear(out, sel, head_.weight);
+  if (comm_.size() == 1) {
+    backend_.linear(out, sel, head_.weight);
+  } else {  // each rank scores its head rows; every rank gathers the whole row and takes the same argmax
+    Tensor part = scratch_.get("logits_part", {S * D, head_.weight.dim(0)});
+    backend_.linear(part, sel, head_.weight);
+    comm_.all_gather(out, part, backend_);
+  }
   std::vector<float> host;
   std::span<float> dst = logits;
   if (dst.empty()) {
@@ -227,8 +239,8 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
 std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, const ModelConfig& target,
                                                      const Tensor& target_embed, const Tensor& target_lm_head,
                                                      bool use_draft_head, int64_t max_sequences, int64_t max_context,
-                                                     WeightStore& store) {
-  const Dflash2Config config = load_dflash2_config(artifact, target);
+                                                     WeightStore& store, const DrafterRank& rank) {
+  Dflash2Config config = load_dflash2_config(artifact, target);
   Dflash2Weights weights = bind_dflash2_weights(artifact, config);
   Dflash2Head head{target_lm_head, {}};
   if (use_draft_head) {
@@ -250,10 +262,23 @@ std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, c
         fail(ErrorKind::kCorrupt, "{}: draft_lm_head.ids holds {} outside the vocab [0, {})", artifact.path(), id,
              target.vocab_size);
   }
-  head.weight = store.place(head.weight, use_draft_head ? "draft_lm_head.weight" : "lm_head.weight");
+  head.rows = head.weight.dim(0);
+  const char* head_name = use_draft_head ? "draft_lm_head.weight" : "lm_head.weight";
+  if (rank.size > 1) {
+    if (!rank.comm) fail(ErrorKind::kInternal, "DFlash2 drafter shard {} of {} without a communicator", rank.rank, rank.size);
+    const TpLayout layout = tp_layout(dflash2_as_model_config(config, target), rank.rank, rank.size);
+    weights = shard_dflash2_weights(weights, config, layout);
+    WeightShard shard(weights.owned);
+    head.weight = shard.rows(head.weight, tp_rows(head.rows, rank.rank, rank.size), head_name);
+    config = dflash2_rank_config(config, layout);
+  }
+  head.weight = store.place(head.weight, head_name);
   return std::make_unique<Dflash2Drafter>(config, placed(std::move(weights), store, "dflash2"),
-                                          store.place(target_embed, "model.embed_tokens.weight"), std::move(head),
-                                          store.backend(), dflash2_cache_options(config, max_sequences, max_context));
+                                          // under TP the embedding stays in host memory, as the target's (placed_shard)
+                                          rank.size > 1 ? target_embed : store.place(target_embed, "model.embed_tokens.weight"),
+                                          std::move(head),
+                                          store.backend(), dflash2_cache_options(config, max_sequences, max_context),
+                                          rank.comm ? *rank.comm : single_rank_communicator());
 }
 
 Dflash2CacheOptions dflash2_cache_options(const Dflash2Config& config, int64_t max_sequences, int64_t max_context) {

@@ -11,7 +11,9 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/weight_store.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/parallel/communicator.h"
 #include "engine/spec/dflash2_config.h"
+#include "engine/spec/drafter.h"
 #include "engine/backend/scratch_buffers.h"
 
 namespace ninfer {
@@ -21,6 +23,7 @@ namespace ninfer {
 struct Dflash2Head {
   Tensor weight;
   std::vector<int32_t> token_ids;
+  int64_t rows = 0;  // V': the whole head's rows (under TP `weight` holds the rank's range of them); 0: weight's rows
 };
 
 struct Dflash2CacheOptions {
@@ -35,12 +38,14 @@ struct Dflash2CacheOptions {
 //   anchor and of the accepted drafts only. Nothing a proposal computes stays in the context.
 class Dflash2Drafter {
  public:
-  // `embed` is the target's token embedding [V, H]; all views must outlive the drafter.
+  // `embed` is the target's token embedding [V, H]; all views must outlive the drafter. Under tensor parallelism
+  // `config` is the rank's (dflash2_rank_config), `weights` and `head` its shares, and `comm` its handle on the group:
+  // every rank makes the same calls, meeting in two all-reduces per layer and one all-gather of the head's scores.
   Dflash2Drafter(const Dflash2Config& config, Dflash2Weights weights, Tensor embed, Dflash2Head head,
-                 Backend& backend, const Dflash2CacheOptions& cache);
+                 Backend& backend, const Dflash2CacheOptions& cache, Communicator& comm = single_rank_communicator());
 
   const Dflash2Config& config() const { return config_; }
-  int64_t head_rows() const { return head_.weight.dim(0); }
+  int64_t head_rows() const { return head_.rows; }  // the whole head's, on every rank
   uint64_t cache_bytes() const { return kv_->allocated_bytes(); }
 
   // Appends rows[s] committed positions to sequence seqs[s] (positions context_length .. +rows[s]−1). Row t of
@@ -67,6 +72,7 @@ class Dflash2Drafter {
   Tensor embed_;
   Dflash2Head head_;
   Backend& backend_;
+  Communicator& comm_;
   std::unique_ptr<KvCache> kv_;
   std::unordered_map<SeqId, int64_t> length_;
   ScratchBuffers scratch_;
@@ -81,9 +87,11 @@ uint64_t dflash2_cache_bytes(const Dflash2Config& config, int64_t max_sequences,
 // `draft_lm_head` when use_draft_head (an Error when the artifact has none), else with the target's lm_head.
 // Cache capacity: max_sequences sequences of max_context committed positions plus one block each. The weights (and the
 // target's embedding and head, host views) are placed through `store` on its backend.
+// With rank.size > 1: rank `rank.rank`'s share of the drafter (its heads, MLP rows and head rows) meeting the other
+// ranks' through rank.comm.
 std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, const ModelConfig& target,
                                                      const Tensor& target_embed, const Tensor& target_lm_head,
                                                      bool use_draft_head, int64_t max_sequences, int64_t max_context,
-                                                     WeightStore& store);
+                                                     WeightStore& store, const DrafterRank& rank = {});
 
 }  // namespace ninfer

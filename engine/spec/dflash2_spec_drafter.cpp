@@ -101,12 +101,13 @@ uint64_t Dflash2SpecDrafter::cache_bytes() const { return drafter_->cache_bytes(
 
 std::unique_ptr<Drafter> make_dflash2_spec_drafter(const Artifact& artifact, const ModelConfig& target,
                                                    const Tensor& embed, const Tensor& lm_head, bool use_draft_head,
-                                                   WeightStore& store, const DrafterLimits& limits) {
+                                                   WeightStore& store, const DrafterLimits& limits,
+                                                   const DrafterRank& rank) {
   if (limits.max_sequences < 1 || limits.max_context < 1)
     fail(ErrorKind::kInvalidArgument, "DFlash2 drafter: limits need max_sequences ≥ 1 and max_context ≥ 1, got {} "
          "and {}", limits.max_sequences, limits.max_context);
   auto d = make_dflash2_drafter(artifact, target, embed, lm_head, use_draft_head, limits.max_sequences,
-                                limits.max_context, store);
+                                limits.max_context, store, rank);
   if (limits.draft_tokens < 1 || limits.draft_tokens > d->config().num_draft_tokens())
     fail(ErrorKind::kInvalidArgument, "{}: --draft-tokens {} with DFlash2: its block of {} proposes 1 to {} tokens",
          artifact.path(), limits.draft_tokens, d->config().block_size, d->config().num_draft_tokens());
@@ -128,9 +129,14 @@ DrafterFactory make_dflash2_factory(const Artifact& artifact, const ModelConfig&
   if (lm_head_draft) require_draft_head(artifact);
   auto weights = std::make_shared<const ModelWeights>(ModelWeights::bind(artifact, target));
   const Artifact* a = &artifact;
-  return [a, target, weights, lm_head_draft](WeightStore& store, const DrafterLimits& limits) {
+  DrafterFactory f = [a, target, weights, lm_head_draft](WeightStore& store, const DrafterLimits& limits) {
     return make_dflash2_spec_drafter(*a, target, weights->embed, weights->lm_head, lm_head_draft, store, limits);
   };
+  f.shard = [a, target, weights, lm_head_draft](WeightStore& store, const DrafterLimits& limits,
+                                                const DrafterRank& rank) {
+    return make_dflash2_spec_drafter(*a, target, weights->embed, weights->lm_head, lm_head_draft, store, limits, rank);
+  };
+  return f;
 }
 
 std::string describe_dflash2(const Artifact& artifact, const ModelConfig& target, bool lm_head_draft) {

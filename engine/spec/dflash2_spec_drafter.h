@@ -47,7 +47,8 @@ class Dflash2SpecDrafter final : public Drafter {
 // limits.max_context committed tokens plus one block each.
 std::unique_ptr<Drafter> make_dflash2_spec_drafter(const Artifact& artifact, const ModelConfig& target,
                                                    const Tensor& embed, const Tensor& lm_head, bool use_draft_head,
-                                                   WeightStore& store, const DrafterLimits& limits);
+                                                   WeightStore& store, const DrafterLimits& limits,
+                                                   const DrafterRank& rank = {});
 
 // What `--spec dflash2 [--lm-head-draft]` builds (engine/spec/drafter_registry.cpp): checks the dflash2 section (and
 // draft_lm_head with lm_head_draft) now, binds the target's embedding and lm_head from `artifact`, which must

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -14,6 +15,8 @@
 #include "engine/runtime/kv_cache.h"
 
 namespace ninfer {
+
+class Communicator;
 
 // Rows the target has computed for committed tokens of one sequence: positions [start, start + n). Row i
 // carries the target features at position start + i and next_tokens[i], the committed token at start + i + 1
@@ -62,8 +65,37 @@ struct DrafterLimits {
   int64_t max_context = 0;
   int32_t draft_tokens = 1;
 };
+// One rank's place in a tensor-parallel group, for a drafter split over it: rank `rank` of `size`, meeting the other
+// ranks' shares of the drafter in `comm`'s collectives.
+struct DrafterRank {
+  int rank = 0;
+  int size = 1;
+  Communicator* comm = nullptr;
+};
+
 // Builds the drafter on the engine's backend; its weights go through the engine's WeightStore (shared with the target's
-// where they are the same tensors, e.g. the embedding and lm_head).
-using DrafterFactory = std::function<std::unique_ptr<Drafter>(WeightStore& weights, const DrafterLimits& limits)>;
+// where they are the same tensors, e.g. the embedding and lm_head). `shard`, where the drafter has one, builds one
+// rank's share of it instead (its heads, MLP rows and head rows, as the target's layers are cut; docs/parallel.md):
+// under tensor parallelism the engine builds every rank's share on that rank's backend and drives them in lockstep.
+struct DrafterFactory {
+  using Whole = std::function<std::unique_ptr<Drafter>(WeightStore& weights, const DrafterLimits& limits)>;
+  using Shard =
+      std::function<std::unique_ptr<Drafter>(WeightStore& weights, const DrafterLimits& limits, const DrafterRank& rank)>;
+
+  DrafterFactory() = default;
+  DrafterFactory(std::nullptr_t) {}  // NOLINT: no drafter, as for a std::function
+  template <typename F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, DrafterFactory> &&
+             std::is_invocable_r_v<std::unique_ptr<Drafter>, F&, WeightStore&, const DrafterLimits&>)
+  DrafterFactory(F make) : whole(std::move(make)) {}  // NOLINT: any callable that builds the whole drafter
+
+  explicit operator bool() const { return static_cast<bool>(whole); }
+  std::unique_ptr<Drafter> operator()(WeightStore& weights, const DrafterLimits& limits) const {
+    return whole(weights, limits);
+  }
+
+  Whole whole;
+  Shard shard;  // empty: the drafter is not split (under TP it runs whole on rank 0)
+};
 
 }  // namespace ninfer

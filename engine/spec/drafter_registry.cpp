@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "engine/core/error.h"
+#include "engine/model/weight_shard.h"
 #include "engine/spec/dflash2_spec_drafter.h"
 
 namespace ninfer {
@@ -32,9 +33,21 @@ DrafterFactory make_drafter_factory(std::string_view method, const Artifact& art
     auto weights = std::make_shared<const MtpWeights>(MtpWeights::bind(artifact, config, lm_head_draft));
     MtpOptions options = mtp;
     options.lm_head_draft = lm_head_draft;
-    return [weights, config, options](WeightStore& store, const DrafterLimits& limits) -> std::unique_ptr<Drafter> {
-      return std::make_unique<MtpDrafter>(config, placed(*weights, store, "mtp"), store.backend(), limits, options);
+    DrafterFactory f = [weights, config, options](WeightStore& store, const DrafterLimits& limits) {
+      return std::unique_ptr<Drafter>(
+          std::make_unique<MtpDrafter>(config, placed(*weights, store, "mtp"), store.backend(), limits, options));
     };
+    f.shard = [weights, config, options](WeightStore& store, const DrafterLimits& limits, const DrafterRank& rank) {
+      if (!rank.comm) fail(ErrorKind::kInternal, "MTP drafter shard {} of {} without a communicator", rank.rank, rank.size);
+      const ModelConfig rank_config = tp_rank_config(config, tp_layout(config, rank.rank, rank.size));
+      MtpWeights shard = shard_mtp_weights(*weights, config, rank.rank, rank.size);
+      shard.embed = {};  // under TP the embedding stays in host memory, as the target's (placed_shard)
+      shard = placed(std::move(shard), store, fmt::format("mtp rank {}", rank.rank));
+      shard.embed = weights->embed;
+      return std::unique_ptr<Drafter>(
+          std::make_unique<MtpDrafter>(rank_config, std::move(shard), store.backend(), limits, options, *rank.comm));
+    };
+    return f;
   }
   if (method == "dflash2") return make_dflash2_factory(artifact, config, lm_head_draft);
   unknown_method(artifact.path() + ": ", method);

@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/swiglu_mlp.h"
+#include "engine/model/weight_shard.h"
 
 namespace ninfer {
 
@@ -70,6 +71,16 @@ MtpWeights MtpWeights::bind(const Artifact& a, const ModelConfig& c, bool lm_hea
   w.embed = get("model.embed_tokens.weight");
   if (lm_head_draft) bind_draft_head(a, c, w);
   else w.head = a.find("lm_head.weight") ? get("lm_head.weight") : w.embed;
+  w.head_rows = w.head.dim(0);
+  return w;
+}
+
+MtpWeights shard_mtp_weights(const MtpWeights& full, const ModelConfig& config, int rank, int size) {
+  const TpLayout layout = tp_layout(config, rank, size);
+  MtpWeights w = full;
+  WeightShard shard(w.owned);
+  w.layer = shard_layer(shard, full.layer, config, layout, "mtp.layers.0.");
+  w.head = shard.rows(full.head, tp_rows(full.head_rows, rank, size), full.head_ids.empty() ? "lm_head" : "draft_lm_head");
   return w;
 }
 
@@ -107,8 +118,9 @@ uint64_t MtpDrafter::planned_cache_bytes(const ModelConfig& config, const Drafte
 uint64_t MtpDrafter::cache_bytes() const { return kv_->allocated_bytes() + last_.bytes; }
 
 MtpDrafter::MtpDrafter(const ModelConfig& config, MtpWeights weights, Backend& backend, const DrafterLimits& limits,
-                       const MtpOptions& options)
-    : config_(config), w_(std::move(weights)), backend_(backend), limits_(limits), options_(options), scratch_(backend) {
+                       const MtpOptions& options, Communicator& comm)
+    : config_(config), w_(std::move(weights)), backend_(backend), comm_(comm), limits_(limits), options_(options),
+      scratch_(backend) {
   if (config.arch != Architecture::kQwen3_5)
     fail(ErrorKind::kUnsupported, "MTP drafter: the target is {}, the MTP layer is Qwen3.5's",
          architecture_name(config.arch));
@@ -220,6 +232,7 @@ Tensor MtpDrafter::forward(const Step& step, const Tensor& hidden, bool all_rows
   backend_.add(x, x, mix);
   backend_.rms_norm(h, x, w_.layer.post_norm, c.rms_norm_eps, kNormOffset);
   swiglu_mlp(backend_, scratch_, w_.layer.gate_proj, w_.layer.up_proj, w_.layer.down_proj, h, mix);
+  comm_.all_reduce_sum(mix, backend_);  // down_proj is row-parallel under TP: the ranks' partial sums
   backend_.add(x, x, mix);
   return x;
 }
@@ -258,13 +271,20 @@ void MtpDrafter::attend(const Tensor& h, const Tensor& out, const Query& query, 
     backend_.sigmoid_mul(o, o, Tensor::strided(static_cast<float*>(qg.data) + d, DType::kF32, {R, heads, d},
                                                {row, head_stride, 1}, qg.device));
   backend_.linear(out, o.reshape({R, heads * d}), w.o_proj);
+  comm_.all_reduce_sum(out, backend_);  // o_proj is row-parallel over the rank's heads under TP
 }
 
 void MtpDrafter::score(const Tensor& x, const Tensor& normed, std::span<int32_t> ids, std::span<float> logits) {
   const int64_t R = x.dim(0), V = head_rows();
   backend_.rms_norm(normed, x, w_.norm, config_.rms_norm_eps, 1.0f);
   Tensor dev = scratch_.get("logits", {R, V});
-  backend_.linear(dev, normed, w_.head);
+  if (comm_.size() == 1) {
+    backend_.linear(dev, normed, w_.head);
+  } else {  // each rank scores its head rows; every rank gathers the whole row and takes the same argmax
+    Tensor part = scratch_.get("logits_part", {R, w_.head.dim(0)});
+    backend_.linear(part, normed, w_.head);
+    comm_.all_gather(dev, part, backend_);
+  }
   host_logits_.resize(static_cast<size_t>(R * V));
   backend_.copy(Tensor::make(host_logits_.data(), DType::kF32, {R, V}, Device::kCpu), dev);
   backend_.synchronize();

@@ -11,6 +11,7 @@
 #include "engine/artifact/artifact.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "engine/parallel/communicator.h"
 #include "engine/spec/drafter.h"
 #include "engine/backend/scratch_buffers.h"
 
@@ -45,11 +46,21 @@ struct MtpWeights {
   Tensor embed;                                      // [V, H] the target's embed_tokens
   Tensor head;                                       // [V', H] the scoring head: lm_head, or draft_lm_head.weight
   std::vector<int32_t> head_ids;                     // [V'] full-vocabulary id of each head row; empty: row = id
+  int64_t head_rows = 0;                             // V': the whole head's rows (a rank's shard holds a range of them)
+  std::vector<std::shared_ptr<void>> owned;          // a shard's copies (see WeightShard)
 
   // Checks the mtp section (and draft_lm_head with `lm_head_draft`) and binds it. A missing section is an
   // Error(kNotFound) naming the artifact and the section.
   static MtpWeights bind(const Artifact& artifact, const ModelConfig& config, bool lm_head_draft);
 };
+
+// Rank `rank` of `size`'s share of the MTP weights under tensor parallelism: the MTP layer cut as the target's layers
+// are (shard_layer: query and KV heads, MLP rows, o_proj and down_proj by columns), the head's rows [n·rank/size,
+// n·(rank+1)/size) (lm_head, the tied embedding or draft_lm_head, whose ids stay whole), fc, the norms and the embedding
+// whole. An MtpDrafter built on it with tp_rank_config(config, tp_layout(config, rank, size)) and the rank's
+// communicator computes the rank's share and meets the other ranks in two all-reduces per layer pass and one
+// all-gather of the head's scores.
+MtpWeights shard_mtp_weights(const MtpWeights& full, const ModelConfig& config, int rank, int size);
 
 // Every tensor of the MTP weights (for placing them on a device backend).
 template <typename F>
@@ -61,8 +72,10 @@ void for_each_tensor(MtpWeights& w, F&& f) {
 class MtpDrafter : public Drafter {
  public:
   // `weights` must outlive the drafter. Caches hold max_sequences sequences of max_context + draft_tokens positions.
+  // Under tensor parallelism `config` is the rank's (tp_rank_config), `weights` its shard (shard_mtp_weights) and
+  // `comm` its handle on the group; every rank then makes the same calls in the same order.
   MtpDrafter(const ModelConfig& config, MtpWeights weights, Backend& backend, const DrafterLimits& limits,
-             const MtpOptions& options = {});
+             const MtpOptions& options = {}, Communicator& comm = single_rank_communicator());
 
   const FeatureSpec& features() const override { return features_; }
   int32_t max_draft_tokens() const override { return limits_.draft_tokens; }
@@ -81,7 +94,7 @@ class MtpDrafter : public Drafter {
   // What a drafter with these limits allocates for its caches (= cache_bytes() of one built with them).
   static uint64_t planned_cache_bytes(const ModelConfig& config, const DrafterLimits& limits, const MtpOptions& options);
 
-  int64_t head_rows() const { return w_.head.dim(0); }
+  int64_t head_rows() const { return w_.head_rows; }  // the whole head's, on every rank
   const MtpOptions& options() const { return options_; }
   // Committed positions the drafter holds for `seq` (its next observe() continues there).
   int64_t held(SeqId seq) const;
@@ -121,6 +134,7 @@ class MtpDrafter : public Drafter {
   ModelConfig config_;
   MtpWeights w_;
   Backend& backend_;
+  Communicator& comm_;
   DrafterLimits limits_;
   MtpOptions options_;
   FeatureSpec features_;

@@ -186,8 +186,11 @@ TEST(CudaE2EEngine, TensorParallelOnOneGpuMatchesTp1) {
     for (size_t i = 0; i < tp1.size(); ++i) EXPECT_EQ(tp2[i], tp1[i]) << "request " << i << ", kv " << dtype_name(kv);
   }
   const auto tp1 = run_engine(BackendKind::kCuda, DType::kF32);
-  const auto mtp = run_engine(BackendKind::kCuda, DType::kF32, "mtp", 2, {0, 0});
-  for (size_t i = 0; i < tp1.size(); ++i) EXPECT_EQ(mtp[i], tp1[i]) << "mtp, request " << i;
+  // The drafters split over the two ranks (RankDrafters, each share on the device).
+  for (const char* spec : {"mtp", "dflash2"}) {
+    const auto split = run_engine(BackendKind::kCuda, DType::kF32, spec, 2, {0, 0});
+    for (size_t i = 0; i < tp1.size(); ++i) EXPECT_EQ(split[i], tp1[i]) << spec << ", request " << i;
+  }
 }
 
 // The same over NCCL, one rank per GPU (check.sh runs *MultiGpu* only where two GPUs are visible).
