@@ -350,7 +350,7 @@ void parse_tools(const Fields& f, ChatCompletionRequest& r) {
         bad_value(tf + ".function.name", fmt::format("the function name '{}' is given twice.", *name));
       names.push_back(*name);
       ffields.string("description");
-      ffields.boolean("strict");  // accepted; enforced only once constrained decoding lands (docs/api.md)
+      ffields.boolean("strict");  // enforced by constrained decoding (server/structured_output.cpp, docs/api.md)
       if (const json* params = ffields.get("parameters")) {
         if (!params->is_object()) wrong_type(tf + ".function.parameters", "an object (a JSON Schema)", *params);
         if (const json* props = Fields(*params, tf + ".function.parameters").get("properties"); props && !props->is_object())

@@ -6,6 +6,7 @@
 
 #include "engine/constrain/json_grammar.h"
 #include "engine/constrain/tool_call_grammar.h"
+#include "engine/constrain/triggered_constraint.h"
 #include "engine/core/error.h"
 #include "server/api_error.h"
 
@@ -20,6 +21,13 @@ namespace {
 }
 
 std::string type_name(const ojson& v) { return v.type_name(); }
+
+// Whether any function tool says "strict": true (its calls must follow its parameters' schema).
+bool any_strict(const ojson& tools) {
+  for (const ojson& t : tools)
+    if (t.contains("function") && t["function"].value("strict", false)) return true;
+  return false;
+}
 
 }  // namespace
 
@@ -93,13 +101,25 @@ std::shared_ptr<constrain::CompiledGrammar> StructuredOutput::compiled(const std
 std::shared_ptr<LogitConstraint> StructuredOutput::constraint(const GenerationRequest& r, ToolCallFormat format,
                                                               bool opened_reasoning) {
   const bool forced_call = r.tool_choice.mode == ToolChoiceMode::kRequired || r.tool_choice.mode == ToolChoiceMode::kNamed;
+  // tool_choice "auto" with strict tools: the model decides whether to call; a call it opens follows the schemas.
+  const bool strict_auto = r.tool_choice.mode == ToolChoiceMode::kAuto && any_strict(r.tools);
   const bool json = r.response_format.kind != ResponseFormat::Kind::kText;
-  if (!forced_call && !json) return nullptr;
-  if (forced_call && json)
-    refuse("A forced tool call (tool_choice 'required' or a named function) and a JSON response_format cannot be "
-           "combined: the answer is either the call or the JSON.", "response_format");
+  if (!forced_call && !strict_auto && !json) return nullptr;
+  if ((forced_call || strict_auto) && json)
+    refuse(fmt::format("{} and a JSON response_format cannot be combined: the answer is either a call or the JSON.",
+                       forced_call ? "A forced tool call (tool_choice 'required' or a named function)"
+                                   : "Strict tools with tool_choice 'auto'"),
+           "response_format");
+  std::optional<int32_t> trigger;
+  if (strict_auto) {
+    trigger = tokenizer_.token_id("<tool_call>");
+    if (format == ToolCallFormat::kNone || !trigger)
+      refuse("'strict' tools with tool_choice 'auto' need the model's <tool_call> token and a tool-call format, and "
+             "this server has none (--tool-call-parser none, or a tokenizer without <tool_call>); drop 'strict' or "
+             "use tool_choice 'required'.", "tools");
+  }
   std::shared_ptr<constrain::CompiledGrammar> grammar;
-  if (forced_call) {
+  if (forced_call || strict_auto) {
     if (format == ToolCallFormat::kNone)
       refuse("tool_choice 'required' or a named function needs a tool-call format, and this server parses none "
              "(--tool-call-parser none, or the model's chat template writes no tool calls).", "tool_choice");
@@ -123,9 +143,12 @@ std::shared_ptr<LogitConstraint> StructuredOutput::constraint(const GenerationRe
       refuse(fmt::format("response_format.json_schema.schema: {}.", e.what()), "response_format.json_schema.schema");
     }
   }
-  constrain::GrammarConstraintOptions o{.end_ids = end_ids_, .start_after = std::nullopt};
-  if (opened_reasoning && think_end_) o.start_after = think_end_;
-  return std::make_shared<constrain::GrammarConstraint>(std::move(grammar), std::move(o));
+  const std::optional<int32_t> start_after = opened_reasoning && think_end_ ? think_end_ : std::nullopt;
+  if (strict_auto)
+    return std::make_shared<constrain::TriggeredConstraint>(
+        std::move(grammar), constrain::TriggeredConstraintOptions{*trigger, end_ids_, start_after});
+  return std::make_shared<constrain::GrammarConstraint>(
+      std::move(grammar), constrain::GrammarConstraintOptions{.end_ids = end_ids_, .start_after = start_after});
 }
 
 }  // namespace ninfer::server

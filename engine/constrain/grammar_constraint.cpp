@@ -29,9 +29,8 @@ const TokenBits& GrammarConstraint::allowed() {
 }
 
 // Near the output limit: a token t is kept when the bytes that still complete the sentence after it fit the tokens
-// left after it, less one for the end token (shortest(t) ≤ left − 2). Far from the limit (more than window() tokens
-// beyond the shortest completion) nothing is checked: the window is the longest token plus twice the largest
-// remainder one choice can open, a margin for the bytes a single token can add to what is owed, not a proof.
+// left after it, less one for the end token (shortest(t) ≤ left − 2). Far from the limit (more than completion_window() tokens
+// beyond the shortest completion) nothing is checked (completion_window).
 void GrammarConstraint::keep_in_time() {
   if (limit_ <= 0) return;
   const int64_t left = limit_ - produced_;  // this token included
@@ -41,7 +40,7 @@ void GrammarConstraint::keep_in_time() {
   }
   const GrammarMatcher& m = grammar_->masks().matcher();
   const int64_t now = m.shortest_completion(state_);
-  if (left - 2 >= now + window()) return;  // far from the limit: no check
+  if (left - 2 >= now + completion_window(*grammar_)) return;  // far from the limit: no check
   const TokenVocabulary& vocab = grammar_->vocab();
   std::vector<std::pair<int32_t, uint32_t>> kept;  // token, shortest completion after it
   uint32_t best = state_.complete() ? 0 : GrammarMatcher::kUnreachable;  // ending now is an option (end tokens)
@@ -64,9 +63,9 @@ void GrammarConstraint::keep_in_time() {
     if (static_cast<int64_t>(after) <= fits) allowed_.set(id);
 }
 
-int64_t GrammarConstraint::window() const {
-  const GrammarMatcher& m = grammar_->masks().matcher();
-  return static_cast<int64_t>(grammar_->vocab().longest()) + 2 * static_cast<int64_t>(m.largest_remainder());
+int64_t completion_window(CompiledGrammar& grammar) {
+  const GrammarMatcher& m = grammar.masks().matcher();
+  return static_cast<int64_t>(grammar.vocab().longest()) + 2 * static_cast<int64_t>(m.largest_remainder());
 }
 
 // Before the grammar starts (reasoning): the output may not end there, and near the limit the start token is forced,
@@ -77,7 +76,7 @@ void GrammarConstraint::mask_before_start(std::span<float> logits) {
     if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] = kMasked;
   if (limit_ <= 0 || !options_.start_after) return;
   const int64_t left = limit_ - produced_;
-  const int64_t needed = grammar_->masks().matcher().shortest_completion(state_) + window() + 2;
+  const int64_t needed = grammar_->masks().matcher().shortest_completion(state_) + completion_window(*grammar_) + 2;
   if (left > needed) return;
   const auto start = static_cast<size_t>(*options_.start_after);
   for (size_t id = 0; id < logits.size(); ++id)

@@ -30,6 +30,11 @@ class CompiledGrammar {
   GrammarMasks masks_;
 };
 
+// The margin near an output limit inside which GrammarConstraint checks every allowed token against the tokens left:
+// the longest token plus twice the largest remainder one choice can open (a margin for the bytes a single token can
+// add to what is owed, not a proof).
+int64_t completion_window(CompiledGrammar& grammar);
+
 struct GrammarConstraintOptions {
   // Tokens that end the output (EOS, <|im_end|>): allowed exactly where the grammar is complete.
   std::vector<int32_t> end_ids;
@@ -63,7 +68,6 @@ class GrammarConstraint final : public LogitConstraint {
   int64_t limit_ = 0;   // the output limit (0: none known)
   int64_t produced_ = 0;  // output tokens so far (reasoning included)
   void keep_in_time();
-  int64_t window() const;
   void mask_before_start(std::span<float> logits);
   StackSet state_, next_, scratch_;
   TokenBits allowed_;

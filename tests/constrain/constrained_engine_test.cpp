@@ -8,6 +8,7 @@
 #include "engine/constrain/grammar_constraint.h"
 #include "engine/constrain/json_grammar.h"
 #include "engine/constrain/tool_call_grammar.h"
+#include "engine/constrain/triggered_constraint.h"
 #include "engine/core/error.h"
 #include "tests/spec/spec_test_util.h"
 #include "tests/spec/test_drafters.h"
@@ -169,6 +170,100 @@ TEST_F(Constrained, ForcedCallsEndInTimeWhateverIsDrawn) {
       EXPECT_TRUE(constrain::GrammarMatcher(g->grammar()).matches(text)) << text;
     }
   }
+}
+
+// tool_choice "auto" with strict tools (TriggeredConstraint): free text until <tool_call>, then the call grammar.
+const char* kWeatherTool = R"([{"type":"function","function":{"name":"get_weather","strict":true,"parameters":{
+  "type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}}}])";
+
+// The worst sampler (a random allowed token), with the trigger drawn now and then: a call opened anywhere, even near
+// the limit, closes and ends in time; the trigger is refused once a call could not be finished; text before the
+// trigger is free; and a trigger inside reasoning (before </think>) opens nothing.
+TEST_F(Constrained, StrictAutoCallsOpenedAnywhereEndInTime) {
+  auto g = std::make_shared<CompiledGrammar>(
+      constrain::tool_call_grammar(ojson::parse(kWeatherTool), {constrain::ToolCallSyntax::kXml, "", false}), vocab);
+  const int32_t trigger = tokenizer->require_token_id("<tool_call>"), think_end = tokenizer->require_token_id("</think>");
+  std::mt19937 rng(9);
+  int opened = 0, refused_late = 0;
+  const int64_t room = constrain::TriggeredConstraint(g, {trigger, {end_id()}, {}}).room_needed();
+  std::printf("a call needs room for %lld tokens\n", static_cast<long long>(room));
+  for (int64_t limit : {room / 2, room + 20, room + 80}) {
+    for (int round = 0; round < 4; ++round) {
+      constrain::TriggeredConstraint c(g, {trigger, {end_id()}, {}});
+      c.start(limit);
+      std::string after;  // the output from the trigger on
+      bool ended = false;
+      std::vector<float> logits(vocab->size());
+      for (int64_t n = 0; n < limit && !ended; ++n) {
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        c.mask(logits);
+        int32_t pick;
+        if (!c.triggered()) {
+          if (logits[static_cast<size_t>(trigger)] != 0.0f) ++refused_late;
+          const bool open = logits[static_cast<size_t>(trigger)] == 0.0f && rng() % 8 == 0;
+          do pick = static_cast<int32_t>(rng() % vocab->size());  // free text: anything but the end and the trigger
+          while (!vocab->eligible(pick) || pick == trigger);
+          if (open) pick = trigger, ++opened;
+        } else {
+          std::vector<int32_t> ids;
+          for (size_t id = 0; id < logits.size(); ++id)
+            if (logits[id] == 0.0f) ids.push_back(static_cast<int32_t>(id));
+          ASSERT_FALSE(ids.empty());
+          pick = ids[rng() % ids.size()];
+        }
+        c.accept(pick);
+        if (c.triggered() && pick == end_id()) ended = true;
+        else if (c.triggered()) after += vocab->bytes(pick);
+      }
+      if (c.triggered()) {
+        EXPECT_TRUE(ended) << "limit " << limit << ": " << after;
+        EXPECT_TRUE(constrain::GrammarMatcher(g->grammar()).matches(after)) << after;
+      }
+    }
+  }
+  EXPECT_GT(opened, 3);
+  EXPECT_GT(refused_late, 0);  // near the limit the trigger was masked
+  constrain::TriggeredConstraint reasoning(g, {trigger, {end_id()}, think_end});
+  reasoning.accept(trigger);
+  EXPECT_FALSE(reasoning.triggered());  // inside reasoning <tool_call> is text
+  reasoning.accept(think_end);
+  reasoning.accept(trigger);
+  EXPECT_TRUE(reasoning.triggered());
+}
+
+// In the engine on ninfer-tiny, sampled, with the trigger pushed by logit_bias: whatever the model writes before it,
+// every call it opens is a well-formed call of the tool and the output ends after it.
+TEST_F(Constrained, StrictAutoCallsInTheEngineAreWellFormed) {
+  auto g = std::make_shared<CompiledGrammar>(
+      constrain::tool_call_grammar(ojson::parse(kWeatherTool), {constrain::ToolCallSyntax::kXml, "", false}), vocab);
+  const int32_t trigger = tokenizer->require_token_id("<tool_call>");
+  const EngineOptions o{.max_context = 512, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  std::vector<EngineRequest> reqs;
+  for (uint32_t i = 0; i < 6; ++i) {
+    EngineRequest r;
+    r.prompt = random_prompt(9 + i, static_cast<int32_t>(model->config.vocab_size), 40 + i);
+    r.sampling.seed = 70 + i;
+    r.sampling.temperature = 1.0f;
+    r.sampling.logit_bias = {{trigger, 6.0f + 2.0f * static_cast<float>(i % 3)}};
+    r.max_tokens = 480;  // a call needs room for 389 tokens by the byte count (see above)
+    r.stop_ids = {end_id()};
+    r.constraint = std::make_shared<constrain::TriggeredConstraint>(
+        g, constrain::TriggeredConstraintOptions{trigger, {end_id()}, {}});
+    reqs.push_back(std::move(r));
+  }
+  const EngineRun run = run_engine(*model, o, reqs);
+  int calls = 0;
+  for (size_t i = 0; i < run.tokens.size(); ++i) {
+    const std::vector<int32_t>& ids = run.tokens[i];
+    const auto at = std::find(ids.begin(), ids.end(), trigger);
+    if (at == ids.end()) continue;
+    ++calls;
+    ASSERT_EQ(ids.back(), end_id()) << "request " << i << ": " << run.results[i].error;
+    std::string after;
+    for (auto it = at; it + 1 != ids.end(); ++it) after += vocab->bytes(*it);
+    EXPECT_TRUE(constrain::GrammarMatcher(g->grammar()).matches(after)) << "request " << i << ": " << after;
+  }
+  EXPECT_GT(calls, 0);
 }
 
 // A constraint that throws ends its own request with an error; the request beside it finishes normally.
