@@ -19,8 +19,26 @@ constexpr std::string_view kWhiteSpace =
        pattern);
 }
 
+// Appends \p{name} / \P{name} (`negated`), with HF's additions to a general category.
+void append_property(std::string_view name, bool negated, bool in_class, std::string& out, std::string_view where,
+                     std::string_view pattern) {
+  const CategoryAdditions add = hf_category_additions(name);
+  const std::string plain = fmt::format("\\{}{{{}}}", negated ? 'P' : 'p', name);
+  if (add.known && !add.expressible)
+    refuse(where, plain + " (HF's Unicode data moved code points out of this category; PCRE2's has them)", pattern);
+  if (add.ranges.empty()) {
+    out += plain;
+  } else if (!negated) {
+    const std::string body = fmt::format("\\p{{{}}}{}", name, add.ranges);
+    out += in_class ? body : "[" + body + "]";
+  } else {
+    if (in_class) refuse(where, plain + " inside a character class", pattern);
+    out += fmt::format("[^\\p{{{}}}{}]", name, add.ranges);
+  }
+}
+
 // Copies the escape at p[i] ('\\') to `out`; returns the index after it. Handles \p{..} \P{..} \x{..} \o{..}.
-size_t copy_escape(std::string_view p, size_t i, std::string& out, std::string_view where) {
+size_t copy_escape(std::string_view p, size_t i, bool in_class, std::string& out, std::string_view where) {
   if (i + 1 >= p.size()) refuse(where, "a trailing backslash", p);
   char c = p[i + 1];
   if (std::string_view("hHvVwWbBRXKGQE").find(c) != std::string_view::npos)
@@ -29,7 +47,19 @@ size_t copy_escape(std::string_view p, size_t i, std::string& out, std::string_v
   if ((c == 'p' || c == 'P' || c == 'x' || c == 'o') && end < p.size() && p[end] == '{') {
     size_t close = p.find('}', end);
     if (close == std::string_view::npos) refuse(where, "an unterminated \\" + std::string(1, c) + "{", p);
+    if (c == 'p' || c == 'P') {
+      std::string_view name = p.substr(end + 1, close - end - 1);
+      bool negated = c == 'P';
+      if (!name.empty() && name[0] == '^') {
+        negated = !negated;
+        name.remove_prefix(1);
+      }
+      append_property(name, negated, in_class, out, where, p);
+      return close + 1;
+    }
     end = close + 1;
+  } else if (c == 'p' || c == 'P') {
+    refuse(where, std::string("\\") + c + " without braces", p);
   }
   out.append(p.substr(i, end - i));
   return end;
@@ -51,7 +81,7 @@ std::string oniguruma_to_pcre2(std::string_view p, std::string_view where) {
         i += 2;
         continue;
       }
-      i = copy_escape(p, i, out, where);
+      i = copy_escape(p, i, false, out, where);
       continue;
     }
     if (c == '(' && i + 1 < p.size() && p[i + 1] == '?') {
@@ -87,7 +117,7 @@ std::string oniguruma_to_pcre2(std::string_view p, std::string_view where) {
         } else if (e == 'S') {
           refuse(where, "\\S inside a character class", p);
         } else {
-          i = copy_escape(p, i, out, where);
+          i = copy_escape(p, i, true, out, where);
         }
         continue;
       }

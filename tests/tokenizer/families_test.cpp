@@ -2,7 +2,9 @@
 // Sequence) against HF tokenizers goldens, the PCRE2 Split semantics, and the refusal of unsupported fields.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,26 +24,27 @@ std::string family_json(const std::string& family) {
   return test::read_file(test::fixture_path("families/" + family + "/tokenizer.json"));
 }
 
+std::vector<std::string> read_corpus(const std::string& path) {
+  std::vector<std::string> out;
+  for (const json& j : test::read_jsonl(path)) out.push_back(j.get<std::string>());
+  return out;
+}
+
 const std::vector<std::string>& corpus() {
-  static const std::vector<std::string> strings = [] {
-    std::vector<std::string> out;
-    for (const json& j : test::read_jsonl(test::fixture_path("families/corpus.jsonl"))) out.push_back(j.get<std::string>());
-    return out;
-  }();
+  static const std::vector<std::string> strings = read_corpus(test::fixture_path("families/corpus.jsonl"));
   return strings;
 }
 
 std::string show(const std::string& s) { return json(s).dump(-1, ' ', true, json::error_handler_t::replace); }
 
-class FamilyGoldens : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(FamilyGoldens, EncodeAndDecodeMatchHf) {
-  const std::string family = GetParam();
-  Tokenizer tok = Tokenizer::from_json(family_json(family));
-  auto goldens = test::read_jsonl(test::fixture_path("families/" + family + "/goldens.jsonl"));
-  const auto& texts = corpus();
-  ASSERT_EQ(goldens.size(), texts.size());
-  ASSERT_GE(texts.size(), 5000u);
+// Checks encode, encode_with_special and decode of every string against the HF records of goldens.jsonl
+// (make_family_goldens.py: p, s when it differs from p, d when it differs from the text).
+void expect_goldens(const std::string& name, const std::string& tokenizer_json, const std::vector<std::string>& texts,
+                    const std::string& goldens_path) {
+  Tokenizer tok = Tokenizer::from_json(tokenizer_json);
+  auto goldens = test::read_jsonl(goldens_path);
+  ASSERT_EQ(goldens.size(), texts.size()) << name;
+  ASSERT_GE(texts.size(), 5000u) << name;
   size_t plain_bad = 0, special_bad = 0, decode_bad = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string& text = texts[i];
@@ -49,20 +52,45 @@ TEST_P(FamilyGoldens, EncodeAndDecodeMatchHf) {
     auto want = g["p"].get<std::vector<int32_t>>();
     auto got = tok.encode(text);
     if (got != want && ++plain_bad <= 5)
-      ADD_FAILURE() << family << " encode mismatch on " << show(text) << "\n got " << json(got).dump() << "\nwant "
+      ADD_FAILURE() << name << " encode mismatch on " << show(text) << "\n got " << json(got).dump() << "\nwant "
                     << json(want).dump();
     auto want_s = g.contains("s") ? g["s"].get<std::vector<int32_t>>() : want;
     if (tok.encode_with_special(text) != want_s && ++special_bad <= 5)
-      ADD_FAILURE() << family << " encode_with_special mismatch on " << show(text);
+      ADD_FAILURE() << name << " encode_with_special mismatch on " << show(text);
     const std::string want_d = g.contains("d") ? g["d"].get<std::string>() : text;
     std::string got_d = tok.decode(want);
     if (got_d != want_d && ++decode_bad <= 5)
-      ADD_FAILURE() << family << " decode mismatch on " << show(text) << "\n got " << show(got_d) << "\nwant "
+      ADD_FAILURE() << name << " decode mismatch on " << show(text) << "\n got " << show(got_d) << "\nwant "
                     << show(want_d);
   }
-  EXPECT_EQ(plain_bad, 0u) << family;
-  EXPECT_EQ(special_bad, 0u) << family;
-  EXPECT_EQ(decode_bad, 0u) << family;
+  EXPECT_EQ(plain_bad, 0u) << name;
+  EXPECT_EQ(special_bad, 0u) << name;
+  EXPECT_EQ(decode_bad, 0u) << name;
+}
+
+class FamilyGoldens : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FamilyGoldens, EncodeAndDecodeMatchHf) {
+  const std::string family = GetParam();
+  expect_goldens(family, family_json(family), corpus(),
+                 test::fixture_path("families/" + family + "/goldens.jsonl"));
+}
+
+// Full-size real tokenizers (tools/tokenizer/make_real_goldens.py writes them; too large to commit).
+TEST(RealTokenizers, EncodeAndDecodeMatchHf) {
+  const char* dir = std::getenv("NINFER_REAL_TOKENIZER_GOLDENS");
+  if (!dir || !*dir) GTEST_SKIP() << "NINFER_REAL_TOKENIZER_GOLDENS is not set (make_real_goldens.py)";
+  const std::string root = dir;
+  const std::vector<std::string> texts = read_corpus(root + "/corpus.jsonl");
+  std::istringstream names(test::read_file(root + "/names.txt"));
+  size_t checked = 0;
+  for (std::string name; std::getline(names, name);) {
+    if (name.empty()) continue;
+    expect_goldens(name, test::read_file(root + "/" + name + "/tokenizer.json"), texts,
+                   root + "/" + name + "/goldens.jsonl");
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyGoldens, ::testing::ValuesIn(kFamilies),
@@ -162,12 +190,17 @@ TEST(RegexSplit, OnigurumaSemantics) {
   // invalid UTF-8 never matches and never crashes; it stays between matches
   EXPECT_EQ(split_with("\\p{L}+", "ab\xFF\xC3z\xE2\x82"), (V{"ab", "\xFF\xC3", "z", "\xE2\x82"}));
   EXPECT_EQ(split_with(".", std::string("\xF0\x9F\x98\x80\x80", 5)), (V{"\xF0\x9F\x98\x80", "\x80"}));
+  // \p{L} includes what HF's newer Unicode data adds (U+31350, CJK Extension H; U+A7CB); \P{L} excludes it
+  EXPECT_EQ(split_with("\\p{L}+", "a\xF0\xB1\x8D\x90\xEA\x9F\x8B!"), (V{"a\xF0\xB1\x8D\x90\xEA\x9F\x8B", "!"}));
+  EXPECT_EQ(split_with("[^\\p{L}]+", "!\xF0\xB1\x8D\x90?"), (V{"!", "\xF0\xB1\x8D\x90", "?"}));
+  EXPECT_EQ(split_with("\\P{L}+", "!\xF0\xB1\x8D\x90?"), (V{"!", "\xF0\xB1\x8D\x90", "?"}));
   EXPECT_EQ(quote_literal("a.b"), "a\\x{2E}b");
   EXPECT_EQ(split_with("x", ""), V{});
 }
 
 TEST(RegexSplit, RefusesConstructsThatDifferBetweenEngines) {
-  for (const char* p : {"\\h", "\\w+", "\\bx", "[\\S]", "[a[b]]", "[a-z&&[^x]]", "(?m:.)", "\\Qx\\E"}) {
+  for (const char* p : {"\\h", "\\w+", "\\bx", "[\\S]", "[a[b]]", "[a-z&&[^x]]", "(?m:.)", "\\Qx\\E", "\\p{Mn}",
+                        "[\\P{L}x]", "\\pL"}) {
     try {
       oniguruma_to_pcre2(p, "where");
       ADD_FAILURE() << "expected a refusal of " << p;

@@ -34,7 +34,6 @@ Run (rerunnable, deterministic: fixed seeds, one training thread):
     RAYON_NUM_THREADS=1 /work/ref-venv/bin/python tools/tokenizer/make_family_goldens.py
 """
 import argparse
-import copy
 import glob
 import io
 import json
@@ -128,7 +127,8 @@ def training_texts():
 
 def extra_strings(rng):
     """Family stressors beyond corpus.py: mixed-case contractions, digit runs, CJK/kana runs, punctuation+letters,
-    every White_Space character and look-alikes, combining marks, random bytes rendered as text."""
+    every White_Space character and look-alikes, combining marks, random bytes rendered as text, code points newer
+    than Unicode 14."""
     out = []
     ws = ["\t", "\n", "\x0b", "\x0c", "\r", " ", "\x85", "\xa0", "\u1680", "\u180e", "\u2000", "\u2005", "\u200a",
           "\u200b", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\ufeff"]
@@ -161,6 +161,22 @@ def extra_strings(rng):
             if rng.random() < 0.5:
                 parts.append(rng.choice([" ", " ", "\n", "  ", "\t"]))
         out.append("".join(parts))
+    # Code points that Unicode 15/16 assigned (letters, marks, numbers, punctuation, symbols that HF's Oniguruma
+    # knows and PCRE2 10.42's Unicode 14 tables do not): regex_class_overrides.cpp must close the gap.
+    new_cps = [0x0897, 0x0CF3, 0x1C89, 0x1C8A, 0xA7CB, 0xA7DC, 0x105C0, 0x10D40, 0x10D4A, 0x10D69, 0x10D6E, 0x10D8E,
+               0x11380, 0x113B8, 0x11B00, 0x11F04, 0x11F43, 0x11F50, 0x13460, 0x16100, 0x16130, 0x1CC00, 0x1CCF0,
+               0x1E4D0, 0x1E4F0, 0x1E5F1, 0x1F7D9, 0x2EBF0, 0x31350, 0x2FFC]
+    new_rng = random.Random(777)
+    for _ in range(300):
+        parts = []
+        for _ in range(new_rng.randint(1, 8)):
+            r = new_rng.random()
+            if r < 0.5:
+                parts.append("".join(chr(new_rng.choice(new_cps) + new_rng.randrange(3))
+                                     for _ in range(new_rng.randint(1, 4))))
+            else:
+                parts.append(new_rng.choice([" ", "a", "x1", "'s", "!", "12345", "\n", "中文", "Ab"]))
+        out.append("".join(parts))
     return out
 
 
@@ -191,6 +207,26 @@ def train(name, cfg, texts, vocab_size):
     return json.dumps(doc, ensure_ascii=False, indent=None, separators=(",", ":"))
 
 
+def golden_lines(tokenizer_json, strings):
+    """The goldens.jsonl text: per string p (ids, added tokens as plain text), s (ids with added tokens recognised,
+    only when != p), d (decode(p), only when != the string)."""
+    from tokenizers import Tokenizer
+    full = Tokenizer.from_str(tokenizer_json)
+    plain = Tokenizer.from_str(json.dumps(dict(json.loads(tokenizer_json), added_tokens=[]), ensure_ascii=False))
+    lines = []
+    for s in strings:
+        p = plain.encode(s, add_special_tokens=False).ids
+        rec = {"p": p}
+        sp = full.encode(s, add_special_tokens=False).ids
+        if sp != p:
+            rec["s"] = sp
+        d = full.decode(p, skip_special_tokens=False)
+        if d != s:
+            rec["d"] = d
+        lines.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return "".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "tokenizer", "families", "families.tar.xz"))
@@ -198,7 +234,6 @@ def main():
     ap.add_argument("--vocab", type=int, default=3000)
     ap.add_argument("--deepseek-json", help="a real DeepSeek tokenizer.json to take the pre_tokenizer from")
     args = ap.parse_args()
-    from tokenizers import Tokenizer
 
     if args.deepseek_json:
         real = json.load(open(args.deepseek_json, encoding="utf-8"))
@@ -210,24 +245,11 @@ def main():
     for name, cfg in FAMILIES.items():
         text = train(name, cfg, texts, args.vocab)
         doc = json.loads(text)
-        full = Tokenizer.from_str(text)
-        plain = Tokenizer.from_str(json.dumps(dict(doc, added_tokens=[]), ensure_ascii=False))
-        lines = []
-        n_s = n_d = 0
-        for s in strings:
-            p = plain.encode(s, add_special_tokens=False).ids
-            rec = {"p": p}
-            sp = full.encode(s, add_special_tokens=False).ids
-            if sp != p:
-                rec["s"] = sp
-                n_s += 1
-            d = full.decode(p, skip_special_tokens=False)
-            if d != s:
-                rec["d"] = d
-                n_d += 1
-            lines.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+        goldens = golden_lines(text, strings)
+        n_s = goldens.count('"s":')
+        n_d = goldens.count('"d":')
         files[f"{name}/tokenizer.json"] = text
-        files[f"{name}/goldens.jsonl"] = "\n".join(lines) + "\n"
+        files[f"{name}/goldens.jsonl"] = goldens
         print(f"{name}: vocab {len(doc['model']['vocab'])}, merges {len(doc['model']['merges'])}, "
               f"{len(strings)} strings, {n_s} differ with added tokens, {n_d} decode != text")
 
