@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -109,6 +110,27 @@ TEST(FamilyTokenizer, InvalidUtf8IsTokenizedNotRefused) {
     } else {
       EXPECT_NE(bytes.find("\xFF\xFE"), std::string::npos) << family;
     }
+  }
+}
+
+TEST(FamilyTokenizer, ConcurrentEncodeIsConsistent) {
+  // PCRE2 match data and the pre-tokenizer's piece storage are per thread; four threads must agree with one.
+  for (const char* family : {"llama3", "digits"}) {
+    Tokenizer tok = Tokenizer::from_json(family_json(family));
+    const auto& texts = corpus();
+    std::vector<std::vector<int32_t>> want;
+    for (size_t i = 0; i < texts.size(); i += 4) want.push_back(tok.encode(texts[i]));
+    std::vector<size_t> bad(4, 0);
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < bad.size(); ++k)
+      threads.emplace_back([&, k] {
+        for (size_t j = 0; j < want.size(); ++j) {
+          size_t i = (j + k * 97) % want.size();
+          if (tok.encode(texts[i * 4]) != want[i]) ++bad[k];
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (size_t k = 0; k < bad.size(); ++k) EXPECT_EQ(bad[k], 0u) << family << " thread " << k;
   }
 }
 
