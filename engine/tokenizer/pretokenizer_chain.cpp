@@ -104,15 +104,21 @@ void parse_split(const json& j, const std::string& where, std::vector<Step>& ste
   }
 }
 
+// A boolean HF requires (its serde has no default for it): kCorrupt naming the field when absent.
+bool required_flag(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) fail(ErrorKind::kCorrupt, "tokenizer.json: {} has no '{}'", where, key);
+  return flag(j, key, false);
+}
+
 // Returns true when the step was ByteLevel.
 bool parse_step(const json& j, const std::string& where, std::vector<Step>& steps) {
   const std::string type = field_type(j, "type");
   if (type == "Split") {
     parse_split(j, where, steps);
   } else if (type == "Digits") {
-    steps.push_back(Step{Step::kDigits, nullptr, flag(j, "individual_digits", false)});
+    steps.push_back(Step{Step::kDigits, nullptr, required_flag(j, "individual_digits", where)});
   } else if (type == "ByteLevel") {
-    if (flag(j, "add_prefix_space", true)) steps.push_back(Step{Step::kPrefixSpace, nullptr, false});
+    if (required_flag(j, "add_prefix_space", where)) steps.push_back(Step{Step::kPrefixSpace, nullptr, false});
     if (flag(j, "use_regex", true)) steps.push_back(regex_step(oniguruma_to_pcre2(kGpt2Pattern, where), where));
     return true;
   } else {

@@ -185,6 +185,8 @@ TEST(FamilyTokenizer, RefusesUnsupportedFieldsNamingThem) {
                  ErrorKind::kUnsupported, {"post_processor.processors[1].type", "RobertaProcessing"});
   expect_refused(with([](json& d) { d["model"]["byte_fallback"] = true; }), ErrorKind::kUnsupported,
                  {"model.byte_fallback"});
+  expect_refused(with([](json& d) { d["pre_tokenizer"]["pretokenizers"][1].erase("add_prefix_space"); }),
+                 ErrorKind::kCorrupt, {"pre_tokenizer.pretokenizers[1]", "add_prefix_space"});
   expect_refused(with([](json& d) { d["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"Glob", "*"}}; }),
                  ErrorKind::kCorrupt, {"pre_tokenizer.pretokenizers[0].pattern"});
 }
