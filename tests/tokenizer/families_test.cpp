@@ -1,5 +1,6 @@
-// Tests the tokenizer on the tokenizer.json shapes of other families (GPT-2, Llama-3, Qwen2, DeepSeek-V3, a Digits
-// Sequence) against HF tokenizers goldens, the PCRE2 Split semantics, and the refusal of unsupported fields.
+// Tests the tokenizer on the tokenizer.json shapes of other families (GPT-2, Llama-3, Qwen2, DeepSeek-V3, Tekken,
+// o200k, a Digits Sequence) against HF tokenizers goldens, the PCRE2 Split semantics, and the refusal of unsupported
+// fields.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -19,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kFamilies[] = {"gpt2", "llama3", "qwen2", "deepseek_v3", "digits"};
+const char* const kFamilies[] = {"gpt2", "llama3", "qwen2", "deepseek_v3", "tekken", "gpt4o", "digits"};
 
 std::string family_json(const std::string& family) {
   return test::read_file(test::fixture_path("families/" + family + "/tokenizer.json"));

@@ -20,6 +20,9 @@ commit, TRAIN_COMMIT, plus the generated strings of corpus.py), so the fixtures 
                Sequence[Split(\\p{N}{1,3}), Split(CJK/kana ranges), Split(the long regex), ByteLevel(use_regex=False)],
                all Isolated; decoder ByteLevel; post_processor ByteLevel. The configuration is copied below (the
                real file is 6 MB, too large to commit); pass --deepseek-json PATH to take it from the real file.
+  tekken       Mistral's Tekken split regex (transformers/integrations/gguf/gguf_tokenizer_mapping.py, _TEKKEN_SPLIT):
+               cased letter classes \\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}, [\\r\\n/]*; Sequence[Split, ByteLevel(use_regex=False)].
+  gpt4o        the o200k split regex (same file, _GPT4O_SPLIT): case-insensitive contraction suffixes after words.
   digits       a DeepSeek-LLM-like Sequence[Split(newline), Digits(individual_digits=True), ByteLevel(use_regex=True,
                add_prefix_space=True)]: exercises Digits and add_prefix_space inside a Sequence.
 
@@ -54,6 +57,14 @@ LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+# transformers/integrations/gguf/gguf_tokenizer_mapping.py: _TEKKEN_SPLIT (Mistral's Tekken tokenizer) and
+# _GPT4O_SPLIT (the o200k pattern).
+TEKKEN_REGEX = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+                r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+                r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+GPT4O_REGEX = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+               r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+               r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 DEEPSEEK_PRE = {"type": "Sequence", "pretokenizers": [
     {"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}"}, "behavior": "Isolated", "invert": False},
     {"type": "Split", "pattern": {"Regex": "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"}, "behavior": "Isolated",
@@ -100,6 +111,12 @@ FAMILIES = {
                         decoder=BL_DECODER, post_processor={"type": "ByteLevel", "add_prefix_space": True,
                                                             "trim_offsets": False, "use_regex": True},
                         specials=["<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>"]),
+    "tekken": dict(normalizer=None, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+                       split(TEKKEN_REGEX), byte_level()]}, decoder=BL_DECODER, post_processor=None,
+                   specials=["<s>", "</s>", "[INST]", "[/INST]"]),
+    "gpt4o": dict(normalizer=None, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+                      split(GPT4O_REGEX), byte_level()]}, decoder=BL_DECODER, post_processor=None,
+                  ignore_merges=True, specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"]),
     "digits": dict(normalizer=None, pre_tokenizer={"type": "Sequence", "pretokenizers": [
                        split("[\r\n]"), {"type": "Digits", "individual_digits": True}, byte_level(True, True)]},
                    decoder=BL_DECODER, post_processor=None, specials=["<|end|>"]),
@@ -227,6 +244,19 @@ def golden_lines(tokenizer_json, strings):
     return "".join(lines)
 
 
+def check_sources():
+    """The regexes above are the transformers source's, character for character."""
+    import inspect
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+    from transformers.integrations.gguf import gguf_tokenizer_mapping as gguf
+    from transformers.models.qwen2 import tokenization_qwen2
+    assert inspect.signature(TikTokenConverter.__init__).parameters["pattern"].default == LLAMA3_REGEX
+    assert gguf._LLAMA3_SPLIT == LLAMA3_REGEX
+    assert tokenization_qwen2.PRETOKENIZE_REGEX == QWEN2_REGEX
+    assert gguf._TEKKEN_SPLIT == TEKKEN_REGEX
+    assert gguf._GPT4O_SPLIT == GPT4O_REGEX
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "tokenizer", "families", "families.tar.xz"))
@@ -234,6 +264,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=3000)
     ap.add_argument("--deepseek-json", help="a real DeepSeek tokenizer.json to take the pre_tokenizer from")
     args = ap.parse_args()
+    check_sources()
 
     if args.deepseek_json:
         real = json.load(open(args.deepseek_json, encoding="utf-8"))
