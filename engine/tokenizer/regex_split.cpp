@@ -37,12 +37,16 @@ void append_property(std::string_view name, bool negated, bool in_class, std::st
   }
 }
 
-// Copies the escape at p[i] ('\\') to `out`; returns the index after it. Handles \p{..} \P{..} \x{..} \o{..}.
+// Copies the escape at p[i] ('\\') to `out`; returns the index after it. Handles \p{..} \P{..} \x{..} \o{..} \d.
 size_t copy_escape(std::string_view p, size_t i, bool in_class, std::string& out, std::string_view where) {
   if (i + 1 >= p.size()) refuse(where, "a trailing backslash", p);
   char c = p[i + 1];
   if (std::string_view("hHvVwWbBRXKGQE").find(c) != std::string_view::npos)
     refuse(where, std::string("\\") + c + " (its meaning differs between Oniguruma and PCRE2)", p);
+  if (c == 'd' || c == 'D') {  // Unicode decimal digits in both engines: \p{Nd}, with HF's additions
+    append_property("Nd", c == 'D', in_class, out, where, p);
+    return i + 2;
+  }
   size_t end = i + 2;
   if ((c == 'p' || c == 'P' || c == 'x' || c == 'o') && end < p.size() && p[end] == '{') {
     size_t close = p.find('}', end);
@@ -121,16 +125,7 @@ std::string oniguruma_to_pcre2(std::string_view p, std::string_view where) {
         }
         continue;
       }
-      if (d == '[') {
-        if (i + 1 < p.size() && p[i + 1] == ':') {  // POSIX [:name:]
-          size_t close = p.find(":]", i + 2);
-          if (close == std::string_view::npos) refuse(where, "an unterminated [: class", p);
-          out.append(p.substr(i, close + 2 - i));
-          i = close + 2;
-          continue;
-        }
-        refuse(where, "a nested character class", p);
-      }
+      if (d == '[') refuse(where, "a nested or POSIX [:name:] class (its Unicode meaning differs)", p);
       if (d == '&' && i + 1 < p.size() && p[i + 1] == '&') refuse(where, "a && class intersection", p);
       out += d;
       ++i;

@@ -11,10 +11,10 @@ namespace ninfer {
 
 // Rewrites an Oniguruma (Ruby syntax) pattern into a PCRE2 pattern with the same meaning under PCRE2_UTF | PCRE2_UCP
 // | PCRE2_MULTILINE: \s and \S become explicit classes of the Unicode White_Space property (Oniguruma's \s; PCRE2's
-// also matches U+180E); a general category \p{X} gains the code points HF's newer Unicode data adds to it
-// (hf_category_additions). Throws ErrorKind::kUnsupported naming `where` for constructs whose meaning differs between
-// the engines and that no supported tokenizer uses (\h \v \w \b \R \X \K \G \Q, \S inside a class, nested classes
-// and && set operations, inline options m/s/x).
+// also matches U+180E); a general category \p{X} (and \d, \p{Nd}) gains the code points HF's newer Unicode data adds
+// to it (hf_category_additions). Throws ErrorKind::kUnsupported naming `where` for constructs whose meaning differs
+// between the engines and that no supported tokenizer uses (\h \v \w \b \R \X \K \G \Q, \S inside a class, nested
+// and POSIX classes, && set operations, inline options m/s/x).
 std::string oniguruma_to_pcre2(std::string_view pattern, std::string_view where);
 
 // The code points HF tokenizers' regex engine puts in general category `category` ("L", "Lu", "N", "P", ...) beyond

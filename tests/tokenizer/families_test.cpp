@@ -219,13 +219,15 @@ TEST(RegexSplit, OnigurumaSemantics) {
   EXPECT_EQ(split_with("\\p{L}+", "a\xF0\xB1\x8D\x90\xEA\x9F\x8B!"), (V{"a\xF0\xB1\x8D\x90\xEA\x9F\x8B", "!"}));
   EXPECT_EQ(split_with("[^\\p{L}]+", "!\xF0\xB1\x8D\x90?"), (V{"!", "\xF0\xB1\x8D\x90", "?"}));
   EXPECT_EQ(split_with("\\P{L}+", "!\xF0\xB1\x8D\x90?"), (V{"!", "\xF0\xB1\x8D\x90", "?"}));
+  // \d is \p{Nd} with HF's additions (U+10D40, a Garay digit of Unicode 16)
+  EXPECT_EQ(split_with("\\d+", "a1\xF0\x90\xB5\x80" "2b"), (V{"a", "1\xF0\x90\xB5\x80" "2", "b"}));
   EXPECT_EQ(quote_literal("a.b"), "a\\x{2E}b");
   EXPECT_EQ(split_with("x", ""), V{});
 }
 
 TEST(RegexSplit, RefusesConstructsThatDifferBetweenEngines) {
   for (const char* p : {"\\h", "\\w+", "\\bx", "[\\S]", "[a[b]]", "[a-z&&[^x]]", "(?m:.)", "\\Qx\\E", "\\p{Mn}",
-                        "[\\P{L}x]", "\\pL"}) {
+                        "[\\P{L}x]", "\\pL", "[[:alpha:]]"}) {
     try {
       oniguruma_to_pcre2(p, "where");
       ADD_FAILURE() << "expected a refusal of " << p;
