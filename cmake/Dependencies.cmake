@@ -25,6 +25,17 @@ else()
   set(NINFER_XXHASH_TARGET PkgConfig::LIBXXHASH)
 endif()
 
+# PCRE2 (8-bit, UTF + UCP, JIT): the tokenizer's Split pre-tokenizer regexes (engine/tokenizer/regex_split.h,
+# docs/tokenizer.md). Debian: libpcre2-dev; vcpkg: pcre2.
+find_package(PCRE2 CONFIG QUIET COMPONENTS 8BIT)
+if(TARGET PCRE2::8BIT)
+  set(NINFER_PCRE2_TARGET PCRE2::8BIT)
+else()
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(LIBPCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+  set(NINFER_PCRE2_TARGET PkgConfig::LIBPCRE2)
+endif()
+
 # Gloo: the collectives of multi-process tensor parallelism between CPU ranks (engine/parallel/gloo_group.h,
 # docs/parallel.md). Debian: libgloo-dev. Not packaged for Windows: there the build says it has none.
 if(WIN32)

@@ -12,6 +12,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/weight_schema.h"
 #include "engine/pack/tensor_plan.h"
+#include "engine/pack/tokenizer_check.h"
 #include "engine/pack/vocab_padding.h"
 
 namespace ninfer {
@@ -112,6 +113,9 @@ PackReport pack_artifact(const PackOptions& options) {
     src.extra.push_back(SafetensorsFile::open(f));
     plan_safetensors(src.extra.back(), plan);
   }
+
+  // A tokenizer ninfer-serve could not load is refused now, not at serve time.
+  if (auto tok = blobs.find("tokenizer.json"); tok != blobs.end()) check_packable_tokenizer(tok->second, source_name);
 
   // Padded vocabulary (vocab_size > the tokenizer's ids): the tokenless rows go, before the draft head takes rows.
   if (auto tok = blobs.find("tokenizer.json"); tok != blobs.end())

@@ -8,6 +8,8 @@
 #include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/pretokenizer.h"
+#include "engine/tokenizer/pretokenizer_chain.h"
+#include "engine/tokenizer/tokenizer_json.h"
 #include "engine/tokenizer/unicode.h"
 
 namespace ninfer {
@@ -15,6 +17,8 @@ namespace ninfer {
 struct Tokenizer::Impl {
   std::unique_ptr<BpeModel> bpe;
   bool nfc = false;
+  std::optional<PreTokenizer> pre;
+  bool qwen35_scanner = false;  // pre is the Qwen3.5 Split alone: call the hand scanner directly
   std::vector<std::string> id_bytes;  // raw bytes per id ("" for unused ids)
   std::vector<uint8_t> id_kind;       // 0 unused, 1 model, 2 added, 3 added+special
   std::vector<AddedToken> added;
@@ -30,7 +34,11 @@ struct Tokenizer::Impl {
     }
     thread_local std::vector<std::string_view> pieces;
     pieces.clear();
-    pretokenize_qwen35(text, pieces);
+    if (qwen35_scanner) {
+      pretokenize_qwen35(text, pieces);
+    } else {
+      pre->split(text, pieces);
+    }
     for (std::string_view p : pieces) bpe->encode_piece(p, out);
   }
 };
@@ -39,36 +47,32 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string field_type(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
+using tokenizer_json::field_type;
+using tokenizer_json::flag;
+
+// HF's ByteLevel decoder maps characters back to bytes and ignores add_prefix_space, trim_offsets and use_regex
+// (pre-tokenizer settings that transformers' save_pretrained copies onto the decoder).
+void check_decoder(const json& d) {
+  if (field_type(d, "type") != "ByteLevel")
+    fail(ErrorKind::kUnsupported, "tokenizer.json: decoder.type '{}' is not supported (only ByteLevel)",
+         d.is_object() ? field_type(d, "type") : d.dump().substr(0, 120));
 }
 
-bool flag(const json& j, const char* key, bool dflt) {
-  if (!j.contains(key) || j[key].is_null()) return dflt;
-  if (!j[key].is_boolean()) fail(ErrorKind::kCorrupt, "tokenizer.json: field '{}' is not a boolean", key);
-  return j[key].get<bool>();
-}
-
-void check_byte_level(const json& j, const char* where, bool allow_regex_default) {
-  if (field_type(j, "type") != "ByteLevel")
-    fail(ErrorKind::kUnsupported, "tokenizer.json: {} must be ByteLevel, got {}", where, j.dump().substr(0, 200));
-  // HF's ByteLevel decoder maps characters back to bytes and ignores add_prefix_space and use_regex (they are
-  // pre-tokenizer settings that transformers' save_pretrained copies onto the decoder).
-  if (std::string_view(where) == "decoder") return;
-  if (flag(j, "add_prefix_space", false))
-    fail(ErrorKind::kUnsupported, "tokenizer.json: {} ByteLevel add_prefix_space=true is not supported", where);
-  if (!allow_regex_default && flag(j, "use_regex", true))
-    fail(ErrorKind::kUnsupported, "tokenizer.json: {} ByteLevel use_regex=true is not supported", where);
-}
-
-// transformers' save_pretrained adds TemplateProcessing {single: [A], pair: [A, B], no special tokens}: it adds
-// nothing to an encoding, so it is accepted as no post-processor at all.
-bool is_identity_template(const json& p) {
-  if (field_type(p, "type") != "TemplateProcessing") return false;
-  if (p.contains("special_tokens") && p["special_tokens"].is_object() && !p["special_tokens"].empty()) return false;
-  const json single = p.value("single", json::array());
-  return single.is_array() && single.size() == 1 && single[0].contains("Sequence");
+// The post-processor only adds tokens when HF encodes with add_special_tokens=True (ByteLevel: offsets only;
+// TemplateProcessing: e.g. Llama-3's and DeepSeek's BOS). ninfer's encode() never adds them: its chat templates
+// render BOS themselves (docs/tokenizer.md). Accepted: ByteLevel, TemplateProcessing, Sequence of those.
+void check_post_processor(const json& p, const std::string& where) {
+  if (p.is_null()) return;
+  const std::string t = field_type(p, "type");
+  if (t == "ByteLevel" || t == "TemplateProcessing") return;
+  if (t == "Sequence" && p.contains("processors") && p["processors"].is_array()) {
+    for (size_t i = 0; i < p["processors"].size(); ++i)
+      check_post_processor(p["processors"][i], fmt::format("{}.processors[{}]", where, i));
+    return;
+  }
+  fail(ErrorKind::kUnsupported,
+       "tokenizer.json: {}.type '{}' is not supported (ByteLevel, TemplateProcessing or a Sequence of them)", where,
+       t.empty() ? p.dump().substr(0, 120) : t);
 }
 
 void check_normalizer(const json& n, bool* nfc) {
@@ -80,34 +84,17 @@ void check_normalizer(const json& n, bool* nfc) {
     return;
   }
   if (t == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
-    for (const auto& x : n["normalizers"]) {
+    for (size_t i = 0; i < n["normalizers"].size(); ++i) {
+      const json& x = n["normalizers"][i];
       if (field_type(x, "type") != "NFC")
-        fail(ErrorKind::kUnsupported, "tokenizer.json: normalizer {} is not supported (only NFC)", x.dump());
+        fail(ErrorKind::kUnsupported, "tokenizer.json: normalizer.normalizers[{}].type '{}' is not supported (only NFC)",
+             i, field_type(x, "type"));
       *nfc = true;
     }
     return;
   }
-  fail(ErrorKind::kUnsupported, "tokenizer.json: normalizer {} is not supported (only NFC or none)", n.dump());
-}
-
-void check_pre_tokenizer(const json& p) {
-  if (field_type(p, "type") != "Sequence" || !p.contains("pretokenizers") || !p["pretokenizers"].is_array() ||
-      p["pretokenizers"].size() != 2)
-    fail(ErrorKind::kUnsupported,
-         "tokenizer.json: pre_tokenizer must be Sequence[Split(regex), ByteLevel(use_regex=false)], got {}",
-         p.dump().substr(0, 300));
-  const json& split = p["pretokenizers"][0];
-  std::string pattern;
-  if (split.contains("pattern") && split["pattern"].is_object() && split["pattern"].contains("Regex") &&
-      split["pattern"]["Regex"].is_string())
-    pattern = split["pattern"]["Regex"].get<std::string>();
-  if (field_type(split, "type") != "Split" || pattern != kQwen35SplitPattern ||
-      field_type(split, "behavior") != "Isolated" || flag(split, "invert", false))
-    fail(ErrorKind::kUnsupported,
-         "tokenizer.json: pre_tokenizer Split must be the Qwen3.5 regex with behavior Isolated (got type '{}', "
-         "pattern '{}', behavior '{}')",
-         field_type(split, "type"), pattern, field_type(split, "behavior"));
-  check_byte_level(p["pretokenizers"][1], "pre_tokenizer[1]", false);
+  fail(ErrorKind::kUnsupported, "tokenizer.json: normalizer.type '{}' is not supported (only NFC, a Sequence of NFC, or none)",
+       t.empty() ? n.dump().substr(0, 120) : t);
 }
 
 std::string vocab_bytes(const std::string& s, const char* what) {
@@ -140,36 +127,42 @@ Tokenizer Tokenizer::from_json(std::string_view text) {
 
   const json& model = doc["model"];
   if (field_type(model, "type") != "BPE")
-    fail(ErrorKind::kUnsupported, "tokenizer.json: model type '{}' is not supported (only BPE)",
+    fail(ErrorKind::kUnsupported, "tokenizer.json: model.type '{}' is not supported (only BPE)",
          field_type(model, "type"));
   if (flag(model, "byte_fallback", false))
-    fail(ErrorKind::kUnsupported, "tokenizer.json: BPE byte_fallback=true is not supported");
+    fail(ErrorKind::kUnsupported, "tokenizer.json: model.byte_fallback=true is not supported");
   if (model.contains("dropout") && !model["dropout"].is_null())
-    fail(ErrorKind::kUnsupported, "tokenizer.json: BPE dropout is not supported");
+    fail(ErrorKind::kUnsupported, "tokenizer.json: model.dropout is not supported");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (model.contains(k) && !model[k].is_null() && !(model[k].is_string() && model[k].get<std::string>().empty()))
-      fail(ErrorKind::kUnsupported, "tokenizer.json: BPE {} is not supported", k);
+      fail(ErrorKind::kUnsupported, "tokenizer.json: model.{} is not supported", k);
   }
   bool ignore_merges = flag(model, "ignore_merges", false);
   check_normalizer(doc.value("normalizer", json()), &impl->nfc);
   if (!doc.contains("pre_tokenizer")) fail(ErrorKind::kCorrupt, "tokenizer.json: no pre_tokenizer");
-  check_pre_tokenizer(doc["pre_tokenizer"]);
+  impl->pre = PreTokenizer::from_json(doc["pre_tokenizer"]);
+  impl->qwen35_scanner = impl->pre->is_qwen35_scanner();
   if (!doc.contains("decoder")) fail(ErrorKind::kCorrupt, "tokenizer.json: no decoder");
-  check_byte_level(doc["decoder"], "decoder", true);
-  if (doc.contains("post_processor") && !doc["post_processor"].is_null() &&
-      !is_identity_template(doc["post_processor"]))
-    check_byte_level(doc["post_processor"], "post_processor", true);
+  check_decoder(doc["decoder"]);
+  check_post_processor(doc.value("post_processor", json()), "post_processor");
 
   if (!model.contains("vocab") || !model["vocab"].is_object())
     fail(ErrorKind::kCorrupt, "tokenizer.json: model.vocab is not an object");
-  std::vector<std::pair<std::string, int32_t>> vocab;
+  std::vector<std::pair<std::string, int32_t>> vocab, unreachable;
   vocab.reserve(model["vocab"].size());
   int32_t max_id = -1;
   for (const auto& [k, v] : model["vocab"].items()) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
       fail(ErrorKind::kCorrupt, "tokenizer.json: vocab entry '{}' has a bad id {}", k, v.dump());
-    vocab.emplace_back(vocab_bytes(k, "vocab token"), v.get<int32_t>());
-    max_id = std::max(max_id, vocab.back().second);
+    std::string bytes;
+    if (byte_level::vocab_string_to_bytes(k, bytes)) {
+      vocab.emplace_back(std::move(bytes), v.get<int32_t>());
+    } else {
+      // Outside the ByteLevel alphabet (DeepSeek keeps its control tokens in the vocabulary too): no byte string
+      // merges into it, so it is left out of the BPE tables; it decodes as an added token does.
+      unreachable.emplace_back(added_token_bytes(k), v.get<int32_t>());
+    }
+    max_id = std::max(max_id, v.get<int32_t>());
   }
   std::vector<std::pair<std::string, std::string>> merges;
   if (model.contains("merges")) {
@@ -207,7 +200,7 @@ Tokenizer Tokenizer::from_json(std::string_view text) {
       for (const char* k : {"lstrip", "rstrip", "single_word"})
         if (flag(t, k, false))
           fail(ErrorKind::kUnsupported, "tokenizer.json: added token '{}' with {}=true is not supported", a.content, k);
-      if (flag(t, "normalized", !a.special) && unicode::may_need_nfc(a.content))
+      if (impl->nfc && flag(t, "normalized", !a.special) && unicode::may_need_nfc(a.content))
         fail(ErrorKind::kUnsupported, "tokenizer.json: normalized added token '{}' changes under NFC", a.content);
       max_id = std::max(max_id, a.id);
       impl->added.push_back(std::move(a));
@@ -216,9 +209,11 @@ Tokenizer Tokenizer::from_json(std::string_view text) {
 
   impl->id_bytes.assign(static_cast<size_t>(max_id) + 1, std::string());
   impl->id_kind.assign(static_cast<size_t>(max_id) + 1, 0);
-  for (const auto& [bytes, id] : vocab) {
-    impl->id_bytes[id] = bytes;
-    impl->id_kind[id] = 1;
+  for (const auto* list : {&vocab, &unreachable}) {
+    for (const auto& [bytes, id] : *list) {
+      impl->id_bytes[id] = bytes;
+      impl->id_kind[id] = 1;
+    }
   }
   for (const auto& a : impl->added) {
     impl->id_bytes[a.id] = added_token_bytes(a.content);

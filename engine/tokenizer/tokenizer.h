@@ -24,10 +24,12 @@ struct PromptSegment {
   bool allow_special = false;
 };
 
-// Byte-level BPE tokenizer equivalent to HF `tokenizers` for the tokenizer.json shapes of the Qwen family:
-// model BPE (no unk, no byte fallback, optional ignore_merges), normalizer NFC (or none), pre-tokenizer
-// Sequence[Split(Qwen3.5 regex, Isolated), ByteLevel(use_regex=false)], decoder ByteLevel. Anything else is
-// rejected at load with ErrorKind::kUnsupported naming the field.
+// Byte-level BPE tokenizer equivalent to HF `tokenizers` (encode without post-processor tokens, decode) for the
+// tokenizer.json shapes of the GPT-2, Llama-3, Qwen2/Qwen3/Qwen3.5 and DeepSeek-V3 families: model BPE (no unk, no
+// byte fallback, optional ignore_merges, merges as "a b" or [a, b]), normalizer NFC (or none), pre_tokenizer
+// Split (any regex, Isolated) / Digits / ByteLevel in a Sequence (pretokenizer_chain.h), decoder ByteLevel,
+// post_processor ByteLevel / TemplateProcessing (never applied: see encode()). Anything else is rejected at load with
+// ErrorKind::kUnsupported naming the field (docs/tokenizer.md).
 //
 // Special-token injection policy: encode() treats every added-token string in the text as plain text (a user who
 // types "<|im_start|>" gets the ids of those characters, never the control token). Control tokens come only from
@@ -40,7 +42,8 @@ class Tokenizer {
   // kUnsupported for a tokenizer shape this implementation does not reproduce).
   static Tokenizer from_json(std::string_view tokenizer_json);
 
-  // Plain text -> ids (no added-token recognition, nothing prepended). Text that is not valid UTF-8 is
+  // Plain text -> ids (no added-token recognition, nothing prepended: a post_processor's BOS is the chat
+  // template's to render). Text that is not valid UTF-8 is
   // tokenized byte by byte where it is invalid.
   std::vector<int32_t> encode(std::string_view text) const;
   // Appends to `out`.

@@ -145,6 +145,25 @@ TEST_F(Pack, UnsupportedDtypeFails) {
   EXPECT_NE(e.find("'model.norm.weight' has dtype F64"), std::string::npos) << e;
 }
 
+TEST_F(Pack, UnsupportedTokenizerIsRefusedAtPackTime) {
+  // Tokenizer features ninfer-serve could not load are refused by ninfer-pack, naming the field.
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"version": "1.0", "model": {"type": "WordPiece", "vocab": {}}})", "model.type 'WordPiece'"},
+      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": {"type": "Metaspace"}})",
+       "pre_tokenizer.type 'Metaspace'"},
+      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": {"type": "Sequence", "pretokenizers":
+          [{"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Removed"}, {"type": "ByteLevel"}]}})",
+       "pre_tokenizer.pretokenizers[0].behavior 'Removed'"},
+  };
+  for (const auto& [tokenizer, field] : cases) {
+    testing::write_hf_dir(path_from_utf8(hf_), config_, tensors_);
+    testing::write_file(hf_ + "/tokenizer.json", tokenizer);
+    std::string e = pack_error();
+    EXPECT_NE(e.find(field), std::string::npos) << e;
+    EXPECT_NE(e.find("refused at pack time"), std::string::npos) << e;
+  }
+}
+
 TEST_F(Pack, InvalidConfigAndBadSafetensorsFail) {
   testing::write_hf_dir(path_from_utf8(hf_), config_, tensors_);
   testing::write_file(hf_ + "/config.json", "{\"vocab_size\": ");

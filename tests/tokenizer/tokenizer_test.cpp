@@ -190,7 +190,7 @@ TEST(Tokenizer, RejectsUnsupportedShapes) {
   };
   expect_kind(with([](auto& d) { d["model"]["type"] = "WordPiece"; }), ErrorKind::kUnsupported);
   expect_kind(with([](auto& d) { d["model"]["byte_fallback"] = true; }), ErrorKind::kUnsupported);
-  expect_kind(with([](auto& d) { d["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+"; }),
+  expect_kind(with([](auto& d) { d["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; }),
               ErrorKind::kUnsupported);
   expect_kind(with([](auto& d) { d["normalizer"] = {{"type", "NFKC"}}; }), ErrorKind::kUnsupported);
   expect_kind(with([](auto& d) { d["decoder"] = {{"type", "Metaspace"}}; }), ErrorKind::kUnsupported);
