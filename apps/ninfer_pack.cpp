@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> keep;
   bool verify = false, quiet = false, quant_all = false;
   auto* hf_opt = app.add_option("--hf", o.hf_dir, "Hugging Face checkpoint directory (config.json, *.safetensors, "
-                                "tokenizer files); ModelOpt and compressed-tensors NVFP4 checkpoints are imported as they are");
+                                "tokenizer files); ModelOpt and compressed-tensors NVFP4 checkpoints are imported as they are, block-wise FP8 ones dequantized to bf16");
   auto* from_opt = app.add_option("--from", o.from_artifact, "re-pack an existing artifact: metadata, tokenizer and every tensor are copied");
   auto* add_opt = app.add_option("--add-safetensors", o.add_safetensors, "add every tensor of this safetensors file "
                                  "(dflash2.* → section dflash2, draft_lm_head.* → draft_lm_head); a name clash is an error")->allow_extra_args(false);
@@ -71,7 +71,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     ninfer::PackReport r = ninfer::pack_artifact(o);
-    if (!r.imported.empty()) spdlog::info("imported {} NVFP4 checkpoint", r.imported);
+    if (r.imported == "fp8")
+      spdlog::info("imported block-wise FP8 checkpoint: {} weights dequantized to bf16", r.fp8_dequantized);
+    else if (!r.imported.empty()) spdlog::info("imported {} NVFP4 checkpoint", r.imported);
     if (o.quant.nvfp4)
       spdlog::info("nvfp4: {} projections quantized ({} -> {} bytes), {} kept as they were", r.quant.quantized,
                    r.quant.bytes_before, r.quant.bytes_after, r.quant.kept.size());

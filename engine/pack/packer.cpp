@@ -11,6 +11,7 @@
 #include "engine/hf/hf_checkpoint.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weight_schema.h"
+#include "engine/pack/checkpoint_layout.h"
 #include "engine/pack/tensor_plan.h"
 #include "engine/pack/tokenizer_check.h"
 #include "engine/pack/vocab_padding.h"
@@ -73,8 +74,11 @@ PackReport pack_artifact(const PackOptions& options) {
     const HfCheckpoint& ck = *src.hf;
     source_name = ck.dir;
     config = ModelConfig::from_hf_json(ck.config, ck.dir + "/config.json");
-    auto nvfp4 = detect_nvfp4_checkpoint(ck.config, ck.hf_quant_config, ck.dir);
-    plan_hf_checkpoint(ck, nvfp4, plan);
+    check_checkpoint_layout(ck);
+    auto fp8 = detect_fp8_blockwise(ck.config, ck.dir);
+    std::optional<Nvfp4CheckpointFormat> nvfp4;
+    if (!fp8) nvfp4 = detect_nvfp4_checkpoint(ck.config, ck.hf_quant_config, ck.dir);
+    plan_hf_checkpoint(ck, nvfp4, plan, fp8);
     meta["architecture"] = architecture_name(config->arch);
     meta["config"] = ck.config;
     meta["generation"] = ck.generation_config.is_object() ? ck.generation_config : nlohmann::json::object();
@@ -89,6 +93,16 @@ PackReport pack_artifact(const PackOptions& options) {
                               {"imported_from", report.imported},
                               {"checkpoint_quantization", nvfp4->description}};
     }
+    if (fp8) {
+      report.imported = "fp8";
+      for (const auto& [name, t] : ck.tensors) report.fp8_dequantized += t->st_dtype == "F8_E4M3";
+      meta["quantization"] = {{"method", "none"},
+                              {"imported_from", "fp8"},
+                              {"checkpoint_quantization", fp8->description},
+                              {"dequantized_to", "bf16"},
+                              {"dequantized_tensors", report.fp8_dequantized}};
+    }
+    if (auto vision = vision_section_metadata(ck.config, plan, ck.dir)) meta["vision"] = *vision;
     if (ck.tokenizer_json) blobs["tokenizer.json"] = *ck.tokenizer_json;
     else spdlog::warn("{}: no tokenizer.json; the artifact can only be driven with token ids", ck.dir);
   } else {

@@ -26,7 +26,8 @@ struct PackReport {
   uint64_t tensor_bytes = 0;
   size_t tensors = 0;
   std::map<std::string, size_t> tensors_per_section;
-  std::string imported;       // "modelopt" / "compressed-tensors" for a pre-quantized checkpoint, else ""
+  std::string imported;       // "modelopt" / "compressed-tensors" / "fp8" for a pre-quantized checkpoint, else ""
+  size_t fp8_dequantized = 0;  // block-wise FP8 weights dequantized to bf16
   QuantReport quant;          // what --quant nvfp4 did
   size_t draft_vocab = 0;     // rows of the draft head written (0: none)
   double draft_coverage = 0;  // fraction of corpus tokens the draft vocabulary holds

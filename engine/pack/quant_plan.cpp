@@ -63,14 +63,20 @@ std::string nvfp4_scale_group(const std::string& name) {
 std::vector<float> tensor_to_f32(const PlannedTensor& t) {
   const uint64_t n = *element_count(t.shape);
   std::vector<float> out(n);
-  if (t.bytes.size() != n * dtype_element_bytes(t.dtype))
-    fail(ErrorKind::kInternal, "{}: {} bytes for {} elements of {}", t.origin, t.bytes.size(), n, dtype_name(t.dtype));
+  std::vector<std::byte> produced;  // the bytes of a converted tensor (e.g. a dequantized FP8 import)
+  std::span<const std::byte> bytes = t.bytes;
+  if (t.produce) {
+    t.produce([&](std::span<const std::byte> piece) { produced.insert(produced.end(), piece.begin(), piece.end()); });
+    bytes = produced;
+  }
+  if (bytes.size() != n * dtype_element_bytes(t.dtype))
+    fail(ErrorKind::kInternal, "{}: {} bytes for {} elements of {}", t.origin, bytes.size(), n, dtype_name(t.dtype));
   if (t.dtype == DType::kF32) {
-    std::memcpy(out.data(), t.bytes.data(), n * 4);
+    std::memcpy(out.data(), bytes.data(), n * 4);
     return out;
   }
   std::vector<uint16_t> h(n);
-  std::memcpy(h.data(), t.bytes.data(), n * 2);
+  std::memcpy(h.data(), bytes.data(), n * 2);
   if (t.dtype == DType::kBF16) bf16_to_f32(h.data(), out.data(), n);
   else if (t.dtype == DType::kF16) f16_to_f32(h.data(), out.data(), n);
   else fail(ErrorKind::kInternal, "{}: tensor_to_f32 of {}", t.origin, dtype_name(t.dtype));
@@ -149,7 +155,7 @@ QuantReport plan_nvfp4_quantization(const ModelConfig& config, const QuantOption
       else quantize_nvfp4(w.data(), rows, cols, out);
       sink(out);
     };
-    report.bytes_before += t->bytes.size();
+    report.bytes_before += *tensor_storage_bytes(t->dtype, t->shape);
     report.bytes_after += *tensor_storage_bytes(DType::kNVFP4, t->shape);
     report.quantized++;
     plan.replace(std::move(q));

@@ -54,7 +54,7 @@ struct QuantReport {
 // A user-given keep glob that matches nothing is an error (a typo would silently quantize everything).
 QuantReport plan_nvfp4_quantization(const ModelConfig& config, const QuantOptions& options, TensorPlan& plan);
 
-// A plain float tensor (f32/f16/bf16) as f32.
+// A plain float tensor (f32/f16/bf16) as f32; a converted one (`produce`, e.g. a dequantized FP8 weight) is produced first.
 std::vector<float> tensor_to_f32(const PlannedTensor& t);
 
 }  // namespace ninfer

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/core/error.h"
+#include "engine/core/half.h"
 #include "engine/pack/packer.h"
 
 namespace ninfer {
@@ -36,6 +37,53 @@ float scalar_f32(const SafetensorsTensor& t, const std::string& dir) {
   return v;
 }
 
+// The shard that holds `name`, for messages.
+std::string shard_path(const HfCheckpoint& ck, const std::string& name) {
+  for (const auto& shard : ck.shards)
+    if (shard.tensors().count(name)) return shard.path();
+  return ck.dir;
+}
+
+// Every block-wise FP8 weight of the checkpoint as a bf16 tensor; the names it consumed go into `used`.
+void plan_fp8_weights(const HfCheckpoint& ck, const Fp8BlockwiseFormat& format, TensorPlan& plan,
+                      std::set<std::string>& used) {
+  static constexpr std::string_view kScaleSuffix = "_scale_inv";
+  for (const auto& [name, t] : ck.tensors) {
+    if (ends_with(name, kScaleSuffix)) {
+      const std::string weight_name = name.substr(0, name.size() - kScaleSuffix.size());
+      if (!ck.tensors.count(weight_name))
+        fail(ErrorKind::kCorrupt, "{}: scale tensor '{}' {} [{}] has no weight '{}'", shard_path(ck, name), name,
+             t->st_dtype, fmt::join(t->shape, ", "), weight_name);
+      continue;
+    }
+    for (std::string_view part : {".input_scale", ".activation_scale", ".weight_scale"})
+      if (ends_with(name, part))
+        fail(ErrorKind::kUnsupported, "{}: tensor '{}' ({} [{}]) is a quantization part ninfer-pack does not import "
+             "(block-wise FP8: weight and weight_scale_inv only)", shard_path(ck, name), name, t->st_dtype,
+             fmt::join(t->shape, ", "));
+    if (t->st_dtype != "F8_E4M3") continue;
+    const std::string file = shard_path(ck, name);
+    const std::string scale_name = fp8_scale_name(name);
+    auto scale_it = ck.tensors.find(scale_name);
+    if (scale_it == ck.tensors.end())
+      fail(ErrorKind::kCorrupt, "{}: FP8 weight '{}' {} [{}] has no scale tensor '{}' (weight_block_size [{}, {}])",
+           file, name, t->st_dtype, fmt::join(t->shape, ", "), scale_name, format.block_rows, format.block_cols);
+    check_fp8_blockwise(*t, *scale_it->second, format, file);
+    used.insert({name, scale_name});
+    const CanonicalName cn = canonical_tensor_name(name);
+    const std::vector<int64_t> shape = t->shape;
+    const auto weight = t->data, scales = scale_it->second->data;
+    const std::string origin = fmt::format("{}: '{}' (fp8 block-wise, dequantized)", file, name);
+    plan.add({cn.name, cn.section, DType::kBF16, shape, origin, {}, [=](const ByteSink& sink) {
+                std::vector<float> w(static_cast<size_t>(shape[0] * shape[1]));
+                dequantize_fp8_blockwise(weight, scales, shape[0], shape[1], format, w);
+                std::vector<uint16_t> out(w.size());
+                f32_to_bf16(w.data(), out.data(), w.size());
+                sink(std::as_bytes(std::span(out)));
+              }});
+  }
+}
+
 }  // namespace
 
 void TensorPlan::add(PlannedTensor t) {
@@ -58,8 +106,10 @@ const PlannedTensor* TensorPlan::find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
-void plan_hf_checkpoint(const HfCheckpoint& ck, const std::optional<Nvfp4CheckpointFormat>& nvfp4, TensorPlan& plan) {
-  std::set<std::string> used;  // checkpoint names consumed as nvfp4 parts
+void plan_hf_checkpoint(const HfCheckpoint& ck, const std::optional<Nvfp4CheckpointFormat>& nvfp4, TensorPlan& plan,
+                        const std::optional<Fp8BlockwiseFormat>& fp8) {
+  std::set<std::string> used;  // checkpoint names consumed as nvfp4 or fp8 parts
+  if (fp8) plan_fp8_weights(ck, *fp8, plan, used);
   if (nvfp4) {
     for (const auto& [name, t] : ck.tensors) {
       auto module = nvfp4_codes_module(nvfp4->source, name);

@@ -10,6 +10,7 @@
 
 #include "engine/artifact/artifact.h"
 #include "engine/artifact/artifact_writer.h"
+#include "engine/hf/fp8_blockwise.h"
 #include "engine/hf/hf_checkpoint.h"
 #include "engine/hf/safetensors.h"
 #include "engine/quant/nvfp4_import.h"
@@ -43,7 +44,12 @@ class TensorPlan {
 // Every tensor of an HF checkpoint, under its canonical name. With `nvfp4` set, each quantized linear's parts
 // (nvfp4_part_names) become one nvfp4 tensor "<module>.weight" of the logical shape [rows, 2 * packed cols];
 // a part without its codes, or an unknown companion tensor (k_scale, weight_zero_point, ...), is an error.
-void plan_hf_checkpoint(const HfCheckpoint& ck, const std::optional<Nvfp4CheckpointFormat>& nvfp4, TensorPlan& plan);
+// With `fp8` set, each F8_E4M3 "<module>.weight" and its "<module>.weight_scale_inv" become one bf16 tensor
+// "<module>.weight": the exact f32 dequantization (dequantize_fp8_blockwise) rounded to nearest even, which is what
+// transformers' FP8 loading gives in bf16; a weight without its scale, a scale without its weight, a scale grid
+// that does not match the blocks, or a NaN is an error naming the file, the tensors and the shapes.
+void plan_hf_checkpoint(const HfCheckpoint& ck, const std::optional<Nvfp4CheckpointFormat>& nvfp4, TensorPlan& plan,
+                        const std::optional<Fp8BlockwiseFormat>& fp8 = std::nullopt);
 // Every tensor of an artifact, as stored (section and dtype kept).
 void plan_artifact(const Artifact& artifact, TensorPlan& plan);
 // Every tensor of one safetensors file, routed by canonical_tensor_name(); dtypes as plain artifact dtypes only.

@@ -27,7 +27,8 @@ struct Nvfp4CheckpointFormat {
 
 // Reads config.json's "quantization_config" and hf_quant_config.json (either may be null). Returns nullopt
 // for an unquantized checkpoint; throws ErrorKind::kUnsupported naming the method or algorithm for any
-// other quantization (FP8, AWQ, a CT format other than nvfp4-pack-quantized, a group size other than 16).
+// other quantization (FP8, AWQ, a CT format other than nvfp4-pack-quantized, a group size other than 16). The packer
+// asks detect_fp8_blockwise (engine/hf/fp8_blockwise.h) first and calls this only for a checkpoint that is not FP8.
 std::optional<Nvfp4CheckpointFormat> detect_nvfp4_checkpoint(const nlohmann::json& config,
                                                              const nlohmann::json& hf_quant_config,
                                                              const std::string& source);
