@@ -42,6 +42,12 @@ void ChoiceGroup::cancel_locked(EnginePort& engine) {
 
 SubmitResult ChoiceGroup::start(EnginePort& engine) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) {  // cancelled before it started (the server is stopping)
+    SubmitResult sr;
+    sr.reject = RejectKind::kNotReady;
+    sr.message = "The server is shutting down.";
+    return sr;
+  }
   const int first = stagger_ ? 1 : n_;
   for (int i = 0; i < first; ++i) {
     SubmitResult sr = submit_locked(engine, i);

@@ -148,7 +148,7 @@ struct Delta {
   std::vector<TokenLogprob> logprobs;     // one per token when SamplingParams::logprobs
   // Only from a model without a tokenizer (ModelInfo::has_tokenizer false), whose text is always empty: the output
   // ids this delta accounts for (the end-of-generation id that ends the request is counted in `tokens`, not listed).
-  std::vector<int32_t> token_ids;
+  std::vector<int32_t> token_ids = {};
 };
 
 enum class StopReason {

@@ -1,9 +1,9 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <ctime>
-#include <algorithm>
 #include <map>
 #include <mutex>
 #include <random>
@@ -199,7 +199,8 @@ struct HttpServer::Impl {
   }
 
   // A request of n choices takes n of max_in_flight's slots.
-  std::shared_ptr<Ticket> admit(const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<ChoiceGroup>& group) {
+  std::shared_ptr<Ticket> admit(const std::shared_ptr<RequestStream>& stream,
+                                const std::shared_ptr<ChoiceGroup>& group) {
     std::lock_guard<std::mutex> lock(inflight_mu);
     if (stopping || inflight_choices + group->size() > config.max_in_flight) return nullptr;
     auto t = std::make_shared<Ticket>();
@@ -468,10 +469,10 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
     }
   }
   if (p.n > config.max_n)
-    throw ApiException(bad_request(
-        fmt::format("Invalid value for 'n': {} choices asked; this server returns at most {} per request (--max-n); send several requests for more.",
-                    p.n, config.max_n),
-        "n", "invalid_value"));
+    throw ApiException(bad_request(fmt::format("Invalid value for 'n': {} choices asked; this server returns at most {} "
+                                               "per request (--max-n); send several requests for more.",
+                                               p.n, config.max_n),
+                                   "n", "invalid_value"));
   if (p.model && *p.model != served) throw ApiException(model_not_found(*p.model));
   if (p.gen.max_tokens && info.max_context > 0 && *p.gen.max_tokens >= info.max_context)
     throw ApiException(context_length_exceeded(

@@ -283,6 +283,22 @@ TEST_F(ServerTest, ChoicesAfterTheFirstWaitForItsPromptWithPrefixReuse) {
   EXPECT_EQ(lines[0]["choices"].size(), 1u);  // only the choice that ran
 }
 
+TEST_F(ServerTest, AChoiceTheEngineRefusesLaterIs429AndCancelsTheRest) {
+  FakeEngine::Config ec;
+  ec.prefix_reuse = true;  // choice 0 alone first, the others after its first output
+  ec.queue_capacity = 1;   // the engine takes choice 0, then refuses choice 1
+  start(ec);
+  JsonResponse r = post("/v1/chat/completions", chat_body("__endless__ go", {{"n", 3}}));
+  EXPECT_EQ(r.status, 429) << r.raw;
+  EXPECT_EQ(r.body["error"]["code"], "queue_full");
+  EXPECT_TRUE(eventually([&] { return engine_->active() == 0 && server_->in_flight() == 0; }));
+  EXPECT_EQ(engine_->cancelled_finishes().size(), 1u);  // choice 0
+  StreamResponse s = post_stream("/v1/chat/completions", chat_body("__endless__ go", {{"n", 2}, {"stream", true}}));
+  ASSERT_TRUE(s.done);
+  EXPECT_EQ(s.events.back()["error"]["code"], "queue_full");
+  EXPECT_TRUE(eventually([&] { return engine_->active() == 0 && server_->in_flight() == 0; }));
+}
+
 TEST_F(ServerTest, WithoutPrefixReuseEveryChoiceIsSubmittedAtOnce) {
   start();
   std::thread hold([&] { post("/v1/chat/completions", chat_body("__silent__", {{"n", 3}})); });
