@@ -102,7 +102,7 @@ void reply_json(const ReplyContext& c, httplib::Response& res) {
   }
   std::vector<FinalResult> results;
   for (const ChoiceOutput& o : choices) results.push_back(o.result);
-  const FinalResult total = merge_choice_results(results);
+  const FinalResult total = merge_choice_results(results, c.stream->elapsed_s());
   send_json(res, c.p.chat ? chat_completion_json(c.head, choices, total, c.p.logprobs)
                           : completion_json(c.head, choices, total, c.p.logprobs));
 }
@@ -169,7 +169,7 @@ void reply_stream(const ReplyContext& c, httplib::Response& res, std::chrono::mi
           if (++st->finals == p.n) {
             if (usage)
               buf += sse_data(usage_chunk(c.head, p.chat ? "chat.completion.chunk" : "text_completion",
-                                          merge_choice_results(finals_of(st->choices))));
+                                          merge_choice_results(finals_of(st->choices), c.stream->elapsed_s())));
             end = true;
           }
         }

@@ -495,11 +495,12 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
   const bool many = p.n > 1;
   auto stream = std::make_shared<RequestStream>(
       p.n, recorder->metrics,
-      [rec, base, many](const std::vector<FinalResult>& results, const std::vector<bool>& empty_content) {
+      [rec, base, many](const std::vector<FinalResult>& results, const std::vector<bool>& empty_content,
+                        double request_s) {
         // One JSONL line per HTTP request; /metrics counts every choice as a finished sequence.
         RequestRecord record = base;
         record.finished_at = std::chrono::system_clock::now();
-        record.result = merge_choice_results(results);
+        record.result = merge_choice_results(results, request_s);
         if (many) record.choices = results;
         record.empty_content = std::find(empty_content.begin(), empty_content.end(), false) == empty_content.end();
         record.http_status = outcome_status(record.result.stop_reason);

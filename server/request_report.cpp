@@ -76,15 +76,14 @@ nlohmann::ordered_json timings_json(const FinalResult& r) {
   return j;
 }
 
-FinalResult merge_choice_results(const std::vector<FinalResult>& choices) {
+FinalResult merge_choice_results(const std::vector<FinalResult>& choices, double request_s) {
   if (choices.empty()) return {};
   FinalResult m = choices.front();
+  if (choices.size() > 1 && request_s > 0) m.timings.total_s = request_s;
   for (size_t i = 1; i < choices.size(); ++i) {
     const FinalResult& c = choices[i];
     m.completion_tokens += c.completion_tokens;
     m.reasoning_tokens += c.reasoning_tokens;
-    if (c.completion_tokens > 0 && (m.timings.ttft_s == 0 || c.timings.ttft_s < m.timings.ttft_s))
-      m.timings.ttft_s = c.timings.ttft_s;
     m.timings.decode_s = std::max(m.timings.decode_s, c.timings.decode_s);
     m.timings.total_s = std::max(m.timings.total_s, c.timings.total_s);
     if (c.stop_reason == StopReason::kError && m.stop_reason != StopReason::kError) {

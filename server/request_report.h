@@ -23,10 +23,12 @@ std::optional<double> decode_tok_s(const FinalResult& r);
 nlohmann::ordered_json timings_json(const FinalResult& r);
 
 // A request's n choices as one result, for usage, the JSONL line and the response timings: the prompt counted once
-// (prompt_tokens and cached_tokens of choice 0), completion and reasoning tokens summed; queue_s and prefill_s of
-// choice 0, ttft_s the earliest, decode_s and total_s the longest; the stop reason of choice 0 unless a choice failed
-// (kError, its error) or was cancelled (kCancelled); speculation counts summed. One choice: itself.
-FinalResult merge_choice_results(const std::vector<FinalResult>& choices);
+// (prompt_tokens and cached_tokens of choice 0), completion and reasoning tokens summed; queue_s, prefill_s and ttft_s
+// of choice 0 (the later choices may start after its first token), decode_s the longest, total_s `request_s` when
+// > 0 (the request's wall time: the engine times each choice from its own submission), else the longest; the stop
+// reason of choice 0 unless a choice failed (kError, its error) or was cancelled (kCancelled); speculation counts
+// summed. One choice: itself.
+FinalResult merge_choice_results(const std::vector<FinalResult>& choices, double request_s = 0);
 
 // Everything one JSONL line says about a finished (or failed, or cancelled) request.
 struct RequestRecord {

@@ -85,7 +85,7 @@ void RequestStream::fire_if_done(std::unique_lock<std::mutex>& lock) {
     empty.push_back(!s.content_seen);
   }
   lock.unlock();
-  if (hook_ && !results.empty()) hook_(results, empty);
+  if (hook_ && !results.empty()) hook_(results, empty, elapsed_s());
   lock.lock();
   all_finished_ = true;
 }
@@ -114,6 +114,10 @@ void RequestStream::abort() {
 bool RequestStream::finished() const {
   std::lock_guard<std::mutex> lock(mu_);
   return all_finished_;
+}
+
+double RequestStream::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
 }
 
 bool RequestStream::started(int index) const {

@@ -33,7 +33,9 @@ struct ChoiceFinal {
 class RequestStream final : public std::enable_shared_from_this<RequestStream> {
  public:
   // `results[i]` and `empty_content[i]` for every choice that ran (choices never submitted are left out: see close()).
-  using FinishHook = std::function<void(const std::vector<FinalResult>& results, const std::vector<bool>& empty_content)>;
+  // `request_s`: seconds from the stream's construction (just before the first submission) to the last finish.
+  using FinishHook = std::function<void(const std::vector<FinalResult>& results, const std::vector<bool>& empty_content,
+                                        double request_s)>;
 
   RequestStream(int choices, std::shared_ptr<ServerMetrics> metrics, FinishHook on_finish_hook);
 
@@ -61,6 +63,7 @@ class RequestStream final : public std::enable_shared_from_this<RequestStream> {
   // Choice `index` has produced output (a delta) or finished.
   bool started(int index) const;
   int choices() const { return static_cast<int>(slots_.size()); }
+  double elapsed_s() const;  // seconds since construction
 
  private:
   struct Slot {
@@ -74,6 +77,7 @@ class RequestStream final : public std::enable_shared_from_this<RequestStream> {
 
   std::shared_ptr<ServerMetrics> metrics_;
   FinishHook hook_;
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Slot> slots_;

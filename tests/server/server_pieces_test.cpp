@@ -223,7 +223,8 @@ TEST(RequestStream, HandsDeltasAndOneFinalToTheWaiter) {
   auto metrics = std::make_shared<ServerMetrics>();
   int hook_calls = 0;
   bool hook_empty = false;
-  auto s = std::make_shared<RequestStream>(1, metrics, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty) {
+  auto s = std::make_shared<RequestStream>(1, metrics, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty,
+                                                           double) {
     hook_calls++;
     ASSERT_EQ(r.size(), 1u);
     hook_empty = empty[0];
@@ -270,7 +271,9 @@ TEST(RequestStream, HandsDeltasAndOneFinalToTheWaiter) {
 TEST(RequestStream, OneHookForAllChoicesOrForTheSubmittedOnes) {
   std::vector<FinalResult> seen;
   int calls = 0;
-  auto s = std::make_shared<RequestStream>(3, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty) {
+  auto s = std::make_shared<RequestStream>(3, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty,
+                                                           double request_s) {
+    EXPECT_GE(request_s, 0.0);
     calls++;
     seen = r;
     EXPECT_EQ(empty.size(), r.size());
@@ -296,7 +299,8 @@ TEST(RequestStream, OneHookForAllChoicesOrForTheSubmittedOnes) {
   EXPECT_EQ(p.finals.size(), 3u);
 
   // only 2 of 4 choices were submitted (the request was cancelled before the rest): the hook sees those 2
-  auto t = std::make_shared<RequestStream>(4, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>&) {
+  auto t = std::make_shared<RequestStream>(4, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>&,
+                                                           double) {
     calls++;
     seen = r;
   });
@@ -328,8 +332,9 @@ TEST(MergeChoiceResults, PromptOnceTokensSummedWorstReason) {
   EXPECT_EQ(m.cached_tokens, 0);
   EXPECT_EQ(m.completion_tokens, 12);
   EXPECT_EQ(m.reasoning_tokens, 3);
-  EXPECT_DOUBLE_EQ(m.timings.ttft_s, 0.2);
+  EXPECT_DOUBLE_EQ(m.timings.ttft_s, 0.5);  // choice 0's: the request's first token
   EXPECT_DOUBLE_EQ(m.timings.total_s, 3);
+  EXPECT_DOUBLE_EQ(merge_choice_results({a, b}, 4.5).timings.total_s, 4.5);  // the request's wall time
   EXPECT_EQ(m.stop_reason, StopReason::kEos);  // choice 0's
   b.stop_reason = StopReason::kError;
   b.error = "boom";
