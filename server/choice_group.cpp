@@ -34,9 +34,9 @@ SubmitResult ChoiceGroup::submit_locked(EnginePort& engine, int index) {
   return sr;
 }
 
-void ChoiceGroup::cancel_locked(EnginePort& engine) {
+void ChoiceGroup::cancel_locked(EnginePort& engine, std::optional<SubmitResult> refusal) {
   closed_ = true;
-  stream_->close(static_cast<int>(handles_.size()));
+  stream_->close(static_cast<int>(handles_.size()), std::move(refusal));
   for (RequestHandle h : handles_) engine.cancel(h);
 }
 
@@ -52,7 +52,7 @@ SubmitResult ChoiceGroup::start(EnginePort& engine) {
   for (int i = 0; i < first; ++i) {
     SubmitResult sr = submit_locked(engine, i);
     if (!sr.accepted()) {
-      cancel_locked(engine);
+      cancel_locked(engine, sr);
       return sr;
     }
   }
@@ -67,7 +67,7 @@ std::optional<SubmitResult> ChoiceGroup::pump(EnginePort& engine) {
   while (static_cast<int>(handles_.size()) < n_) {
     SubmitResult sr = submit_locked(engine, static_cast<int>(handles_.size()));
     if (!sr.accepted()) {
-      cancel_locked(engine);
+      cancel_locked(engine, sr);
       return sr;
     }
   }

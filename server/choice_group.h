@@ -40,7 +40,7 @@ class ChoiceGroup {
 
  private:
   SubmitResult submit_locked(EnginePort& engine, int index);  // under mu_
-  void cancel_locked(EnginePort& engine);
+  void cancel_locked(EnginePort& engine, std::optional<SubmitResult> refusal = std::nullopt);
 
   GenerationRequest request_;
   int n_;

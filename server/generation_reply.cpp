@@ -12,12 +12,6 @@ namespace ninfer::server {
 
 namespace {
 
-ApiError refusal_error(const SubmitResult& sr) {
-  if (sr.reject == RejectKind::kQueueFull)
-    return queue_full(sr.message.empty() ? "The engine queue is full." : sr.message);
-  return internal_error(fmt::format("The engine refused a choice of this request: {}", sr.message));
-}
-
 ApiError failed_error(const FinalResult& r) {
   if (r.stop_reason == StopReason::kError)
     return internal_error(fmt::format("The engine failed while generating: {}", r.error));
@@ -53,6 +47,22 @@ std::vector<FinalResult> finals_of(const std::vector<ChoiceState>& st) {
 
 }  // namespace
 
+ApiError rejection_error(const SubmitResult& sr) {
+  switch (sr.reject) {
+    case RejectKind::kNotReady:
+      return service_unavailable(sr.message.empty() ? "The model is still loading." : sr.message, "model_loading");
+    case RejectKind::kQueueFull: return queue_full(sr.message.empty() ? "The engine queue is full." : sr.message);
+    case RejectKind::kContextLength:
+      return context_length_exceeded(sr.message, sr.param.empty() ? "messages" : sr.param);
+    case RejectKind::kInvalid:
+      return bad_request(sr.message, sr.param.empty() ? std::nullopt : std::optional<std::string>(sr.param),
+                         "invalid_value");
+    case RejectKind::kInternal:
+    case RejectKind::kNone: break;
+  }
+  return internal_error(sr.message.empty() ? "The engine refused the request." : sr.message);
+}
+
 void reply_json(const ReplyContext& c, httplib::Response& res) {
   EnginePort& engine = *c.engine;
   // While waiting, look at the connection every 100 ms: a client that gave up cancels its request.
@@ -81,7 +91,7 @@ void reply_json(const ReplyContext& c, httplib::Response& res) {
       c.group->cancel(engine);
       throw ApiException(service_unavailable("The server is shutting down.", "server_stopping"));
     }
-    if (std::optional<SubmitResult> refused = c.group->pump(engine)) throw ApiException(refusal_error(*refused));
+    if (std::optional<SubmitResult> refused = c.group->pump(engine)) throw ApiException(rejection_error(*refused));
     if (probe && std::chrono::steady_clock::now() >= next_probe) {
       next_probe = std::chrono::steady_clock::now() + kProbeEvery;
       if (probe->peer_closed()) {
@@ -180,7 +190,7 @@ void reply_stream(const ReplyContext& c, httplib::Response& res, std::chrono::mi
         }
         if (!end)
           if (std::optional<SubmitResult> refused = c.group->pump(engine)) {
-            buf += sse_data(refusal_error(*refused).to_json());
+            buf += sse_data(rejection_error(*refused).to_json());
             end = true;
           }
         if (end) buf += sse_done();

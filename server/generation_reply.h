@@ -9,6 +9,7 @@
 
 #include <httplib.h>
 
+#include "server/api_error.h"
 #include "server/choice_group.h"
 #include "server/engine_port.h"
 #include "server/openai_response.h"
@@ -41,6 +42,9 @@ struct ReplyContext {
   std::shared_ptr<ChoiceGroup> group;
   std::shared_ptr<void> keep;
 };
+
+// The answer to an engine refusal: kNotReady 503, kQueueFull 429, kContextLength and kInvalid 400, else 500.
+ApiError rejection_error(const SubmitResult& sr);
 
 // Waits for every choice and answers 200 with the n choices; throws ApiException for a failed, cancelled or refused
 // choice (all choices cancelled); a client that hangs up cancels every choice (answered 499).

@@ -55,22 +55,6 @@ int outcome_status(StopReason r) {
   return 200;
 }
 
-ApiError rejection_error(const SubmitResult& sr) {
-  switch (sr.reject) {
-    case RejectKind::kNotReady:
-      return service_unavailable(sr.message.empty() ? "The model is still loading." : sr.message, "model_loading");
-    case RejectKind::kQueueFull: return queue_full(sr.message.empty() ? "The engine queue is full." : sr.message);
-    case RejectKind::kContextLength:
-      return context_length_exceeded(sr.message, sr.param.empty() ? "messages" : sr.param);
-    case RejectKind::kInvalid:
-      return bad_request(sr.message, sr.param.empty() ? std::nullopt : std::optional<std::string>(sr.param),
-                         "invalid_value");
-    case RejectKind::kInternal:
-    case RejectKind::kNone: break;
-  }
-  return internal_error(sr.message.empty() ? "The engine refused the request." : sr.message);
-}
-
 bool equal_constant_time(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
@@ -496,7 +480,7 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
   auto stream = std::make_shared<RequestStream>(
       p.n, recorder->metrics,
       [rec, base, many](const std::vector<FinalResult>& results, const std::vector<bool>& empty_content,
-                        double request_s) {
+                        double request_s, const std::optional<SubmitResult>& refusal) {
         // One JSONL line per HTTP request; /metrics counts every choice as a finished sequence.
         RequestRecord record = base;
         record.finished_at = std::chrono::system_clock::now();
@@ -504,6 +488,11 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
         if (many) record.choices = results;
         record.empty_content = std::find(empty_content.begin(), empty_content.end(), false) == empty_content.end();
         record.http_status = outcome_status(record.result.stop_reason);
+        if (refusal) {  // a later choice was refused: the client got that error, the running choices were cancelled
+          const ApiError e = rejection_error(*refusal);
+          record.http_status = e.status;
+          record.result.error = e.message;
+        }
         rec->finished(record, results);
       });
   // Choices after the first wait for its prompt to be in the prefix cache, so they start from it (docs/api.md "n").

@@ -64,11 +64,12 @@ void RequestStream::on_finish(int index, FinalResult result) {
   cv_.notify_all();
 }
 
-void RequestStream::close(int submitted) {
+void RequestStream::close(int submitted, std::optional<SubmitResult> refusal) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (submitted >= expected_) return;
     expected_ = std::max(submitted, 0);
+    refusal_ = std::move(refusal);
     fire_if_done(lock);
   }
   cv_.notify_all();
@@ -79,13 +80,14 @@ void RequestStream::fire_if_done(std::unique_lock<std::mutex>& lock) {
   hook_fired_ = true;
   std::vector<FinalResult> results;
   std::vector<bool> empty;
+  const std::optional<SubmitResult> refusal = refusal_;
   for (int i = 0; i < expected_; ++i) {
     const Slot& s = slots_[static_cast<size_t>(i)];
     results.push_back(*s.result);  // the first `expected_` choices have all finished
     empty.push_back(!s.content_seen);
   }
   lock.unlock();
-  if (hook_ && !results.empty()) hook_(results, empty, elapsed_s());
+  if (hook_ && !results.empty()) hook_(results, empty, elapsed_s(), refusal);
   lock.lock();
   all_finished_ = true;
 }

@@ -34,8 +34,9 @@ class RequestStream final : public std::enable_shared_from_this<RequestStream> {
  public:
   // `results[i]` and `empty_content[i]` for every choice that ran (choices never submitted are left out: see close()).
   // `request_s`: seconds from the stream's construction (just before the first submission) to the last finish.
+  // `refusal`: the engine refused a later choice (close()), which failed the request.
   using FinishHook = std::function<void(const std::vector<FinalResult>& results, const std::vector<bool>& empty_content,
-                                        double request_s)>;
+                                        double request_s, const std::optional<SubmitResult>& refusal)>;
 
   RequestStream(int choices, std::shared_ptr<ServerMetrics> metrics, FinishHook on_finish_hook);
 
@@ -44,9 +45,10 @@ class RequestStream final : public std::enable_shared_from_this<RequestStream> {
   void on_delta(int index, Delta delta);
   void on_finish(int index, FinalResult result);
 
-  // Only the first `submitted` choices will ever run (the rest were not submitted: the request was cancelled, or one
-  // of them refused): the hook fires once those have finished. Idempotent; the smallest value wins.
-  void close(int submitted);
+  // Only the first `submitted` choices will ever run (the rest were not submitted: the request was cancelled, or the
+  // engine refused choice `submitted`, given as `refusal`): the hook fires once those have finished. Idempotent; the
+  // smallest value wins.
+  void close(int submitted, std::optional<SubmitResult> refusal = std::nullopt);
 
   struct Pending {
     std::vector<ChoiceDelta> deltas;
@@ -87,6 +89,7 @@ class RequestStream final : public std::enable_shared_from_this<RequestStream> {
   bool all_finished_ = false;     // set after the hook ran
   std::deque<ChoiceDelta> deltas_;
   std::deque<ChoiceFinal> finals_;
+  std::optional<SubmitResult> refusal_;
   bool aborted_ = false;
 };
 

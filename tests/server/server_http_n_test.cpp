@@ -293,6 +293,11 @@ TEST_F(ServerTest, AChoiceTheEngineRefusesLaterIs429AndCancelsTheRest) {
   EXPECT_EQ(r.body["error"]["code"], "queue_full");
   EXPECT_TRUE(eventually([&] { return engine_->active() == 0 && server_->in_flight() == 0; }));
   EXPECT_EQ(engine_->cancelled_finishes().size(), 1u);  // choice 0
+  std::vector<json> lines = log_lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["http_status"], 429);  // what the client got
+  EXPECT_EQ(lines[0]["stop_reason"], "cancelled");
+  EXPECT_EQ(lines[0]["choices"].size(), 1u);
   StreamResponse s = post_stream("/v1/chat/completions", chat_body("__endless__ go", {{"n", 2}, {"stream", true}}));
   ASSERT_TRUE(s.done);
   EXPECT_EQ(s.events.back()["error"]["code"], "queue_full");

@@ -224,7 +224,7 @@ TEST(RequestStream, HandsDeltasAndOneFinalToTheWaiter) {
   int hook_calls = 0;
   bool hook_empty = false;
   auto s = std::make_shared<RequestStream>(1, metrics, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty,
-                                                           double) {
+                                                           double, const std::optional<SubmitResult>&) {
     hook_calls++;
     ASSERT_EQ(r.size(), 1u);
     hook_empty = empty[0];
@@ -272,7 +272,7 @@ TEST(RequestStream, OneHookForAllChoicesOrForTheSubmittedOnes) {
   std::vector<FinalResult> seen;
   int calls = 0;
   auto s = std::make_shared<RequestStream>(3, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty,
-                                                           double request_s) {
+                                                           double request_s, const std::optional<SubmitResult>&) {
     EXPECT_GE(request_s, 0.0);
     calls++;
     seen = r;
@@ -300,7 +300,7 @@ TEST(RequestStream, OneHookForAllChoicesOrForTheSubmittedOnes) {
 
   // only 2 of 4 choices were submitted (the request was cancelled before the rest): the hook sees those 2
   auto t = std::make_shared<RequestStream>(4, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>&,
-                                                           double) {
+                                                           double, const std::optional<SubmitResult>&) {
     calls++;
     seen = r;
   });
