@@ -29,6 +29,7 @@
 #include "server/serve_follower.h"
 #include "server/serve_memory_plan.h"
 #include "server/serve_options.h"
+#include "server/token_engine_service.h"
 #include "server/tool_call_parser.h"
 
 namespace {
@@ -67,11 +68,13 @@ int main(int argc, char** argv) {
       drafter = ninfer::make_drafter_factory(spec_method, artifact, config, opt.lm_head_draft);
       drafter_line = ninfer::describe_drafter(spec_method, artifact, config, opt.lm_head_draft);
     }
-    auto tokenizer_json = artifact.blob("tokenizer.json");
-    if (!tokenizer_json)
-      ninfer::fail(ninfer::ErrorKind::kNotFound, "{}: the artifact has no tokenizer.json; pack it from a checkpoint "
-                   "directory that has one", artifact.path());
-    ninfer::Tokenizer tokenizer = ninfer::Tokenizer::from_json(*tokenizer_json);
+    // Without tokenizer.json (ninfer-pack warns about it) the model is served for token ids only (docs/api.md).
+    std::optional<ninfer::Tokenizer> tokenizer;
+    if (auto tokenizer_json = artifact.blob("tokenizer.json")) tokenizer = ninfer::Tokenizer::from_json(*tokenizer_json);
+    else
+      spdlog::warn("{}: the artifact has no tokenizer.json: serving token ids only (/v1/completions with 'prompt' as "
+                   "an array of token ids, the output as token_ids); chat, text prompts, stop strings, logprobs, "
+                   "/tokenize and /detokenize answer 400", artifact.path());
     const auto& meta = artifact.metadata();
     ninfer::ChatTemplate chat = meta.contains("chat_template") && meta["chat_template"].is_string()
                                     ? ninfer::ChatTemplate::from_template_text(meta["chat_template"].get<std::string>())
@@ -115,7 +118,8 @@ int main(int argc, char** argv) {
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
     eo.step_graphs = opt.cuda_graphs;
     eo.greedy = opt.greedy;
-    eo.output_ids = ninfer::server::tokenizer_output_ids(tokenizer, config.vocab_size);  // padded rows never produced
+    if (tokenizer)  // padded rows never produced
+      eo.output_ids = ninfer::server::tokenizer_output_ids(*tokenizer, config.vocab_size);
     if (opt.spec != ninfer::server::SpecMethod::kNone) {
       eo.drafter = std::move(drafter);
       eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));
@@ -155,7 +159,7 @@ int main(int argc, char** argv) {
       };
     }
     std::unique_ptr<ninfer::Engine> engine;
-    std::unique_ptr<ninfer::server::EngineService> service;
+    std::unique_ptr<ninfer::server::EnginePort> service;
     std::atomic<bool> load_failed{false}, serving_done{false};
     std::thread loader([&] {
       try {
@@ -205,9 +209,10 @@ int main(int argc, char** argv) {
         sc.info.settings = {std::string(ninfer::server::kv_dtype_name(opt.kv_dtype)), eo.prefill_chunk, eo.max_context,
                             engine->kv_tokens(), engine->prefix_reuse(), opt.tp, opt.max_concurrency, spec_method,
                             eo.drafter ? eo.draft_tokens : 0, opt.lm_head_draft};
-        sc.stop_ids = ninfer::server::default_stop_ids(gen, tokenizer);
+        sc.stop_ids = tokenizer ? ninfer::server::default_stop_ids(gen, *tokenizer) : ninfer::server::generation_stop_ids(gen);
         sc.default_reasoning_budget = opt.reasoning_budget;
-        service = std::make_unique<ninfer::server::EngineService>(*engine, tokenizer, chat, sc);
+        if (tokenizer) service = std::make_unique<ninfer::server::EngineService>(*engine, *tokenizer, chat, sc);
+        else service = std::make_unique<ninfer::server::TokenEngineService>(*engine, sc);
         port.attach(service.get());
       } catch (const std::exception& e) {
         spdlog::error("loading failed: {}", e.what());

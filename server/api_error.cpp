@@ -64,6 +64,12 @@ ApiError internal_error(std::string message) {
   return {500, "server_error", std::move(message), std::nullopt, "internal_error"};
 }
 
+ApiError no_tokenizer(std::optional<std::string> param) {
+  return bad_request("model has no tokenizer; send token ids to /v1/completions ('prompt' as an array of token ids, "
+                     "no stop strings or logprobs): the artifact was packed without tokenizer.json.",
+                     std::move(param), "model_has_no_tokenizer");
+}
+
 ApiError http_error(int status, std::string code, std::string message) {
   return {status, status == 503 ? "service_unavailable_error" : "invalid_request_error", std::move(message),
           std::nullopt, std::move(code)};

@@ -44,7 +44,9 @@ ApiError route_not_found(const std::string& method, const std::string& path);   
 ApiError body_too_large(size_t limit_bytes);                                       // 413
 ApiError queue_full(std::string message);                                          // 429
 ApiError service_unavailable(std::string message, std::string code);               // 503
-ApiError internal_error(std::string message);                                      // 500
+ApiError internal_error(std::string message);
+// 400 model_has_no_tokenizer: the artifact has no tokenizer.json, only token-id prompts on /v1/completions are served.
+ApiError no_tokenizer(std::optional<std::string> param);                                      // 500
 // An HTTP-level refusal (malformed request, timeout, framing): invalid_request_error with `code`, or
 // service_unavailable_error for 503.
 ApiError http_error(int status, std::string code, std::string message);

@@ -1,10 +1,11 @@
 // Owns the narrow seam between the HTTP layer and the engine: what the server submits, what it gets back.
 #pragma once
 
-// The server never sees tensors, tokens ids of the output, the scheduler or the KV cache. It hands the
-// engine one GenerationRequest per HTTP request and a GenerationSink that receives the output as text
-// deltas (already detokenized, UTF-8 complete, split into a reasoning and a content channel) and exactly
-// one FinalResult. The real engine implements EnginePort through an adapter; tests implement it with a
+// The server never sees tensors, the scheduler or the KV cache, nor output token ids (except from a model without a
+// tokenizer: Delta::token_ids). It hands the engine one GenerationRequest per choice of an HTTP request (`n` of them,
+// server/choice_group.h) and a GenerationSink that receives the output as text deltas (already detokenized, UTF-8
+// complete, split into a reasoning and a content channel) and exactly one FinalResult. The real engine implements
+// EnginePort through an adapter (EngineService; TokenEngineService without a tokenizer); tests implement it with a
 // deterministic fake (tests/server/fake_engine.h).
 //
 // Threading contract (the engine side):
@@ -145,6 +146,9 @@ struct Delta {
   std::string text;
   int32_t tokens = 0;
   std::vector<TokenLogprob> logprobs;     // one per token when SamplingParams::logprobs
+  // Only from a model without a tokenizer (ModelInfo::has_tokenizer false), whose text is always empty: the output
+  // ids this delta accounts for (the end-of-generation id that ends the request is counted in `tokens`, not listed).
+  std::vector<int32_t> token_ids = {};
 };
 
 enum class StopReason {
@@ -238,6 +242,9 @@ struct ModelInfo {
   SamplingParams default_sampling;  // the model's generation defaults
   EngineSettings settings;
   ToolCallFormat tool_call_format = ToolCallFormat::kNone;  // how the server parses tool calls out of the output
+  // false: the artifact has no tokenizer.json; only token-id prompts on /v1/completions are served, and the output is
+  // token ids (Delta::token_ids; docs/api.md "Artifacts without a tokenizer").
+  bool has_tokenizer = true;
 };
 
 // A snapshot of the engine's load for /metrics.

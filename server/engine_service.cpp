@@ -9,6 +9,7 @@
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/reasoning_parser.h"
 #include "server/api_error.h"
+#include "server/engine_conversions.h"
 
 namespace ninfer::server {
 
@@ -48,9 +49,7 @@ class RequestBridge final : public RequestObserver {
         stops_(req.stop),
         stop_ids_(std::move(stop_ids)),
         logprobs_(req.sampling.logprobs),
-        spec_method_(settings.spec_method),
-        draft_tokens_(settings.draft_tokens),
-        spec_head_(settings.lm_head_draft ? "draft_lm_head" : "lm_head") {
+        settings_(settings) {
     for (const auto& s : stops_) max_stop_ = std::max(max_stop_, s.size());
   }
 
@@ -85,26 +84,12 @@ class RequestBridge final : public RequestObserver {
     } catch (const std::exception& e) {
       failed = e.what();
     }
-    FinalResult f;
-    f.prompt_tokens = r.prompt_tokens;
-    f.cached_tokens = r.cached_tokens;
-    f.completion_tokens = r.completion_tokens;
+    FinalResult f = final_result(r, settings_);
     f.reasoning_tokens = reasoning_tokens_;
-    f.timings = {r.timings.queue_s, r.timings.prefill_s, r.timings.decode_s, r.timings.ttft_s, r.timings.total_s};
-    switch (r.reason) {
-      case FinishReason::kEos: f.stop_reason = StopReason::kEos; break;
-      case FinishReason::kOutputLimit: f.stop_reason = StopReason::kOutputLimit; break;
-      case FinishReason::kContextLimit: f.stop_reason = StopReason::kContextLimit; break;
-      case FinishReason::kCancelled: f.stop_reason = StopReason::kCancelled; break;
-      case FinishReason::kError: f.stop_reason = StopReason::kError, f.error = r.error; break;
-    }
     if (!failed.empty() && r.reason != FinishReason::kError) f.stop_reason = StopReason::kError, f.error = failed;
     // A matched stop string ended the answer the client sees, whatever the engine did after it: the cancel it asked
     // for, or an output limit / stop token the engine reached before the cancel arrived (a fast engine does).
     if (stopped_ && r.reason != FinishReason::kError) f.stop_reason = StopReason::kStopString, f.stop_string = matched_;
-    if (spec_method_ != "none")  // the engine speculates every request: zero counts are figures too
-      f.spec = SpecStats{spec_method_, draft_tokens_, r.spec.verify_steps, r.spec.drafted_tokens, r.spec.accepted_tokens,
-                         r.spec.accepted_at, spec_head_};
     sink_->on_finish(std::move(f));
   }
 
@@ -185,9 +170,7 @@ class RequestBridge final : public RequestObserver {
   std::vector<std::string> stops_;
   std::vector<int32_t> stop_ids_;
   bool logprobs_;
-  std::string spec_method_;  // none | mtp | dflash2 (EngineSettings)
-  int32_t draft_tokens_ = 0;
-  std::string spec_head_;
+  EngineSettings settings_;  // speculation figures of the result
   size_t max_stop_ = 0;
   std::atomic<RequestId> id_{0};
   std::atomic<bool> want_cancel_{false};
@@ -202,23 +185,6 @@ class RequestBridge final : public RequestObserver {
 // OpenAI's effort levels; "xhigh" (valid OpenAI input) runs with the high budget.
 ReasoningEffort effort_of(const std::string& effort) {
   return effort == "xhigh" ? ReasoningEffort::kHigh : parse_reasoning_effort(effort);
-}
-
-ninfer::SamplingParams to_engine(const server::SamplingParams& s) {
-  ninfer::SamplingParams e;
-  e.greedy = s.greedy;
-  e.temperature = static_cast<float>(s.temperature);
-  e.top_k = s.top_k;
-  e.top_p = static_cast<float>(s.top_p);
-  e.min_p = static_cast<float>(s.min_p);
-  e.presence_penalty = static_cast<float>(s.presence_penalty);
-  e.frequency_penalty = static_cast<float>(s.frequency_penalty);
-  e.repetition_penalty = static_cast<float>(s.repetition_penalty);
-  e.seed = s.seed;
-  e.logprobs = s.logprobs;
-  e.top_logprobs = s.top_logprobs;
-  for (const auto& [id, bias] : s.logit_bias) e.logit_bias.emplace_back(id, static_cast<float>(bias));
-  return e;
 }
 
 }  // namespace
@@ -241,11 +207,7 @@ EngineService::EngineService(Engine& engine, const Tokenizer& tokenizer, ChatTem
            vocab, id);
 }
 
-EngineLoad EngineService::load() const {
-  EngineStats s = engine_.stats();
-  return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total, s.prefix.nodes, s.prefix.snapshots,
-          s.kv_blocks_allocated};
-}
+EngineLoad EngineService::load() const { return engine_load(engine_); }
 
 std::vector<uint8_t> tokenizer_output_ids(const Tokenizer& tok, int64_t vocab_size) {
   std::vector<uint8_t> ids(static_cast<size_t>(vocab_size), 0);
@@ -309,7 +271,6 @@ EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) co
 }
 
 SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) {
-  SubmitResult out;
   Prompt prompt;
   std::optional<int64_t> budget = request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
   // The Qwen3.5 template takes one system (or developer) message, first: say so, and where, rather than its own
@@ -361,16 +322,7 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
   auto* raw = bridge.get();
   SubmitOutcome o = engine_.submit(std::move(er), bridge);
   raw->set_id(o.id);
-  switch (o.status) {
-    case SubmitStatus::kAccepted: out.handle = o.id; break;
-    case SubmitStatus::kQueueFull: out.reject = RejectKind::kQueueFull; break;
-    case SubmitStatus::kContextLength:
-      out.reject = RejectKind::kContextLength, out.param = "messages", out.prompt_tokens = static_cast<int64_t>(prompt.ids.size());
-      break;
-    case SubmitStatus::kInvalid: out.reject = RejectKind::kInvalid; break;
-  }
-  out.message = o.message;
-  return out;
+  return submit_result(o, static_cast<int64_t>(prompt.ids.size()));
 }
 
 void EngineService::cancel(RequestHandle handle) { engine_.cancel(handle); }
@@ -396,15 +348,19 @@ std::string EngineService::detokenize(const std::vector<int32_t>& ids) const {
   return tokenizer_.decode(ids);
 }
 
-std::vector<int32_t> default_stop_ids(const nlohmann::json& gen, const Tokenizer& tok) {
+std::vector<int32_t> generation_stop_ids(const nlohmann::json& gen) {
   std::vector<int32_t> ids;
-  if (gen.is_object() && gen.contains("eos_token_id")) {
-    const auto& e = gen["eos_token_id"];
-    if (e.is_number_integer()) ids.push_back(e.get<int32_t>());
-    if (e.is_array())
-      for (const auto& v : e)
-        if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
-  }
+  if (!gen.is_object() || !gen.contains("eos_token_id")) return ids;
+  const auto& e = gen["eos_token_id"];
+  if (e.is_number_integer()) ids.push_back(e.get<int32_t>());
+  if (e.is_array())
+    for (const auto& v : e)
+      if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+  return ids;
+}
+
+std::vector<int32_t> default_stop_ids(const nlohmann::json& gen, const Tokenizer& tok) {
+  std::vector<int32_t> ids = generation_stop_ids(gen);
   for (const char* t : {"<|im_end|>", "<|endoftext|>"})
     if (auto id = tok.token_id(t); id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
   return ids;

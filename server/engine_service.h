@@ -52,6 +52,9 @@ class EngineService final : public EnginePort {
   StructuredOutput structured_;  // after config_: built from its stop ids
 };
 
+// The end-of-generation ids generation_config.json names (eos_token_id, an int or a list): all an artifact without a
+// tokenizer has.
+std::vector<int32_t> generation_stop_ids(const nlohmann::json& generation_config);
 // The default end-of-generation ids of an artifact: generation_config.eos_token_id (int or list) plus
 // the tokenizer's <|im_end|> and <|endoftext|> when present.
 std::vector<int32_t> default_stop_ids(const nlohmann::json& generation_config, const Tokenizer& tokenizer);

@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <ctime>
@@ -15,16 +16,16 @@
 
 #include "engine/core/error.h"
 #include "server/api_error.h"
-#include "server/connection_probe.h"
 #include "server/cors.h"
+#include "server/generation_reply.h"
 #include "server/http_connection.h"
+#include "server/http_reply.h"
 #include "server/jsonl_log.h"
 #include "server/openai_request.h"
 #include "server/tokenize_request.h"
 #include "server/openai_response.h"
 #include "server/request_report.h"
 #include "server/request_stream.h"
-#include "server/sse.h"
 
 namespace ninfer::server {
 
@@ -34,27 +35,16 @@ using json = nlohmann::json;
 using Req = httplib::Request;
 using Res = httplib::Response;
 
-// The charset is spelled out: Windows PowerShell 5.1 decodes a body without it as Latin-1.
-constexpr const char* kJson = "application/json; charset=utf-8";
-
-void send_json(Res& res, const nlohmann::ordered_json& body, int status = 200) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace), kJson);
-}
-
-void send_error(Res& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(e.body(), kJson);
-}
-
 // Both the JSONL writer and the metrics outlive the HttpServer when the engine still holds sinks.
 struct Recorder {
   std::shared_ptr<ServerMetrics> metrics = std::make_shared<ServerMetrics>();
   std::unique_ptr<JsonlWriter> jsonl;
 
-  void finished(const RequestRecord& rec, bool engine_finished) {
-    if (engine_finished) metrics->record_finished(rec.result);
-    else metrics->record_rejected();
+  // `sequences`: the engine results of the request's choices, each counted by /metrics as a finished sequence; none
+  // for a request the engine refused.
+  void finished(const RequestRecord& rec, const std::vector<FinalResult>& sequences) {
+    for (const FinalResult& r : sequences) metrics->record_finished(r);
+    if (sequences.empty()) metrics->record_rejected();
     if (jsonl) jsonl->write(jsonl_record(rec));
   }
 };
@@ -65,41 +55,12 @@ int outcome_status(StopReason r) {
   return 200;
 }
 
-ApiError rejection_error(const SubmitResult& sr) {
-  switch (sr.reject) {
-    case RejectKind::kNotReady:
-      return service_unavailable(sr.message.empty() ? "The model is still loading." : sr.message, "model_loading");
-    case RejectKind::kQueueFull: return queue_full(sr.message.empty() ? "The engine queue is full." : sr.message);
-    case RejectKind::kContextLength:
-      return context_length_exceeded(sr.message, sr.param.empty() ? "messages" : sr.param);
-    case RejectKind::kInvalid:
-      return bad_request(sr.message, sr.param.empty() ? std::nullopt : std::optional<std::string>(sr.param),
-                         "invalid_value");
-    case RejectKind::kInternal:
-    case RejectKind::kNone: break;
-  }
-  return internal_error(sr.message.empty() ? "The engine refused the request." : sr.message);
-}
-
 bool equal_constant_time(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
 }
-
-// One generation request after parsing: what the handler needs besides the GenerationRequest.
-struct Prepared {
-  bool chat = true;
-  GenerationRequest gen;
-  std::optional<std::string> model;
-  bool stream = false;
-  bool include_usage = false;
-  bool logprobs = false;
-  std::string max_tokens_field;
-  std::string user;
-  std::optional<ToolCallParserOptions> tool_calls;  // set: the content is parsed for tool calls
-};
 
 // The answer to a request the HTTP library failed itself (res.status set, no body), from what the connection's
 // stream saw. Every one of them but 404 ends the connection: the rest of its bytes cannot be trusted.
@@ -178,14 +139,14 @@ std::optional<ApiError> framing_error(const Req& req, const HttpServerConfig& co
 struct HttpServer::Impl {
   struct Entry {
     std::shared_ptr<RequestStream> stream;
-    RequestHandle handle = 0;
+    std::shared_ptr<ChoiceGroup> group;
   };
 
-  // Holds one in-flight slot; releases it when the handler or the stream's response is done.
+  // Holds a request's in-flight slots (one per choice); releases them when the handler or the stream's response is
+  // done.
   struct Ticket {
     Impl* impl;
     uint64_t serial;
-    std::atomic<RequestHandle> handle{0};
     ~Ticket() { impl->release(serial); }
   };
 
@@ -214,33 +175,34 @@ struct HttpServer::Impl {
   std::mutex inflight_mu;
   std::condition_variable inflight_cv;
   std::map<uint64_t, Entry> inflight;
+  int inflight_choices = 0;  // the choices of the requests in `inflight`
   uint64_t next_serial = 1;
 
   std::string new_id(const char* prefix) {
     return fmt::format("{}{:016x}{:08x}", prefix, id_prefix, id_counter.fetch_add(1) + 1);
   }
 
-  std::shared_ptr<Ticket> admit(const std::shared_ptr<RequestStream>& stream) {
+  // A request of n choices takes n of max_in_flight's slots.
+  std::shared_ptr<Ticket> admit(const std::shared_ptr<RequestStream>& stream,
+                                const std::shared_ptr<ChoiceGroup>& group) {
     std::lock_guard<std::mutex> lock(inflight_mu);
-    if (stopping || static_cast<int>(inflight.size()) >= config.max_in_flight) return nullptr;
+    if (stopping || inflight_choices + group->size() > config.max_in_flight) return nullptr;
     auto t = std::make_shared<Ticket>();
     t->impl = this;
     t->serial = next_serial++;
-    inflight[t->serial] = Entry{stream, 0};
+    inflight[t->serial] = Entry{stream, group};
+    inflight_choices += group->size();
     return t;
-  }
-
-  void set_handle(Ticket& t, RequestHandle h) {
-    t.handle = h;
-    std::lock_guard<std::mutex> lock(inflight_mu);
-    auto it = inflight.find(t.serial);
-    if (it != inflight.end()) it->second.handle = h;
   }
 
   void release(uint64_t serial) {
     {
       std::lock_guard<std::mutex> lock(inflight_mu);
-      inflight.erase(serial);
+      auto it = inflight.find(serial);
+      if (it != inflight.end()) {
+        inflight_choices -= it->second.group->size();
+        inflight.erase(it);
+      }
     }
     inflight_cv.notify_all();
   }
@@ -303,10 +265,6 @@ struct HttpServer::Impl {
 
   void install_routes();
   void handle_generation(const Req& req, Res& res, const std::string& raw_body, bool chat);
-  void serve_non_stream(const Req& req, Res& res, const Prepared& p, const ResponseHead& head,
-                        const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<Ticket>& ticket);
-  void serve_stream(Res& res, const Prepared& p, const ResponseHead& head,
-                    const std::shared_ptr<RequestStream>& stream, const std::shared_ptr<Ticket>& ticket);
 };
 
 namespace {
@@ -390,13 +348,14 @@ void HttpServer::Impl::install_routes() {
     check_auth(req);
     const nlohmann::ordered_json body = parse_body(read_body(req, res, reader));
     const ModelInfo info = require_ready();
+    if (!info.has_tokenizer) throw ApiException(no_tokenizer(std::nullopt));
     const GenerationRequest g = parse_tokenize_request(body);
     send_json(res, tokenize_response(engine.tokenize(g), info.max_context));
   }));
   svr.Post("/detokenize", guarded_reader([this](const Req& req, Res& res, const httplib::ContentReader& reader) {
     check_auth(req);
     const nlohmann::ordered_json body = parse_body(read_body(req, res, reader));
-    require_ready();
+    if (!require_ready().has_tokenizer) throw ApiException(no_tokenizer(std::nullopt));
     send_json(res, detokenize_response(engine.detokenize(parse_detokenize_request(body))));
   }));
 
@@ -431,7 +390,7 @@ void HttpServer::Impl::install_routes() {
       close_after_response(res);
       res.status = 500;
       res.set_content(R"({"error":{"message":"Internal server error.","type":"server_error","param":null,"code":"internal_error"}})",
-                      kJson);
+                      kJsonContentType);
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -463,6 +422,7 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
 
   Prepared p;
   p.chat = chat;
+  if (chat && !info.has_tokenizer) throw ApiException(no_tokenizer("messages"));
   if (chat) {
     ChatCompletionRequest r = parse_chat_request(body);
     p.gen = to_generation_request(r, new_id("chatcmpl-"), info.default_sampling, policy);
@@ -472,6 +432,7 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
     p.logprobs = r.logprobs;
     p.max_tokens_field = r.max_tokens_field.empty() ? "max_tokens" : r.max_tokens_field;
     p.user = r.user;
+    p.n = r.n;
     require_servable_tool_choice(p.gen, info.tool_call_format);
     p.tool_calls = tool_call_parser_options(p.gen, info.tool_call_format);
   } else {
@@ -483,7 +444,19 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
     p.logprobs = r.logprobs.has_value();
     p.max_tokens_field = "max_tokens";
     p.user = r.user;
+    p.n = r.n;
+    if (!info.has_tokenizer) {  // no text in or out: token ids only
+      if (r.prompt_kind != PromptKind::kTokens) throw ApiException(no_tokenizer("prompt"));
+      if (!r.stop.empty()) throw ApiException(no_tokenizer("stop"));
+      if (r.logprobs) throw ApiException(no_tokenizer("logprobs"));
+      p.token_ids = true;
+    }
   }
+  if (p.n > config.max_n)
+    throw ApiException(bad_request(fmt::format("Invalid value for 'n': {} choices asked; this server returns at most {} "
+                                               "per request (--max-n); send several requests for more.",
+                                               p.n, config.max_n),
+                                   "n", "invalid_value"));
   if (p.model && *p.model != served) throw ApiException(model_not_found(*p.model));
   if (p.gen.max_tokens && info.max_context > 0 && *p.gen.max_tokens >= info.max_context)
     throw ApiException(context_length_exceeded(
@@ -503,29 +476,36 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
   base.user = p.user;
 
   std::shared_ptr<Recorder> rec = recorder;
+  const bool many = p.n > 1;
   auto stream = std::make_shared<RequestStream>(
-      recorder->metrics, [rec, base](const FinalResult& r, bool empty_content) {
+      p.n, recorder->metrics,
+      [rec, base, many](const std::vector<FinalResult>& results, const std::vector<bool>& empty_content,
+                        double request_s, const std::optional<SubmitResult>& refusal) {
+        // One JSONL line per HTTP request; /metrics counts every choice as a finished sequence.
         RequestRecord record = base;
         record.finished_at = std::chrono::system_clock::now();
-        record.result = r;
-        record.empty_content = empty_content;
-        record.http_status = outcome_status(r.stop_reason);
-        rec->finished(record, true);
+        record.result = merge_choice_results(results, request_s);
+        if (many) record.choices = results;
+        record.empty_content = std::find(empty_content.begin(), empty_content.end(), false) == empty_content.end();
+        record.http_status = outcome_status(record.result.stop_reason);
+        if (refusal) {  // a later choice was refused: the client got that error, the running choices were cancelled
+          const ApiError e = rejection_error(*refusal);
+          record.http_status = e.status;
+          record.result.error = e.message;
+        }
+        rec->finished(record, results);
       });
-  std::shared_ptr<Ticket> ticket = admit(stream);
+  // Choices after the first wait for its prompt to be in the prefix cache, so they start from it (docs/api.md "n").
+  auto group = std::make_shared<ChoiceGroup>(p.gen, p.n, info.settings.prefix_reuse, stream);
+  std::shared_ptr<Ticket> ticket = admit(stream, group);
   if (!ticket) {
     if (stopping) throw ApiException(service_unavailable("The server is shutting down.", "server_stopping"));
     throw ApiException(queue_full(fmt::format(
-        "The server is already serving {} requests, its limit; retry later.", config.max_in_flight)));
+        "The server is already serving its limit of {} sequences (a request of n choices counts n); retry later.",
+        config.max_in_flight)));
   }
 
-  SubmitResult sr;
-  try {
-    sr = engine.submit(p.gen, stream);
-  } catch (const std::exception& e) {
-    sr.reject = RejectKind::kInternal;
-    sr.message = fmt::format("The engine failed to accept the request: {}", e.what());
-  }
+  SubmitResult sr = group->start(engine);
   if (!sr.accepted()) {
     ApiError e = rejection_error(sr);
     RequestRecord record = base;
@@ -535,141 +515,13 @@ void HttpServer::Impl::handle_generation(const Req& req, Res& res, const std::st
     record.result.prompt_tokens = sr.prompt_tokens;
     record.empty_content = true;
     record.http_status = e.status;
-    recorder->finished(record, false);
+    recorder->finished(record, {});
     throw ApiException(std::move(e));
   }
-  set_handle(*ticket, sr.handle);
   res.set_header("X-Request-Id", head.id);
-  if (p.stream) serve_stream(res, p, head, stream, ticket);
-  else serve_non_stream(req, res, p, head, stream, ticket);
-}
-
-void HttpServer::Impl::serve_non_stream(const Req& req, Res& res, const Prepared& p, const ResponseHead& head,
-                                        const std::shared_ptr<RequestStream>& stream,
-                                        const std::shared_ptr<Ticket>& ticket) {
-  // While waiting, look at the connection every 100 ms: a client that gave up cancels its request.
-  const std::optional<ConnectionProbe> probe = ConnectionProbe::for_current_request();
-  constexpr auto kProbeEvery = std::chrono::milliseconds(100);
-  auto next_probe = std::chrono::steady_clock::now() + kProbeEvery;
-  CollectedOutput out;
-  std::optional<ToolCallParser> tools;
-  if (p.tool_calls) tools.emplace(*p.tool_calls);
-  std::optional<FinalResult> final;
-  while (!final) {
-    RequestStream::Pending pending = stream->wait(probe ? kProbeEvery : std::chrono::milliseconds(1000));
-    for (Delta& d : pending.deltas) {
-      if (tools && d.channel == Channel::kContent) d.text = tools->feed(d.text).content;
-      out.add(d);
-    }
-    if (pending.final) {
-      final = std::move(pending.final);
-    } else if (pending.aborted) {
-      engine.cancel(ticket->handle);
-      throw ApiException(service_unavailable("The server is shutting down.", "server_stopping"));
-    } else if (probe && std::chrono::steady_clock::now() >= next_probe) {
-      next_probe = std::chrono::steady_clock::now() + kProbeEvery;
-      if (probe->peer_closed()) {
-        engine.cancel(ticket->handle);  // nobody will read the answer: free the sequence now
-        ApiError gone{499, "invalid_request_error", "The client closed the connection.", std::nullopt,
-                      "client_closed_request"};
-        send_error(res, gone);
-        return;
-      }
-    }
-  }
-  if (final->stop_reason == StopReason::kError)
-    throw ApiException(internal_error(fmt::format("The engine failed while generating: {}", final->error)));
-  if (final->stop_reason == StopReason::kCancelled)
-    throw ApiException(service_unavailable("The request was cancelled: the server is shutting down.",
-                                           "server_stopping"));
-  if (tools) {
-    out.content += tools->finish().content;
-    out.tool_calls = tools->calls();
-  }
-  send_json(res, p.chat ? chat_completion_json(head, out, *final, p.logprobs)
-                        : completion_json(head, out, *final, p.logprobs));
-}
-
-void HttpServer::Impl::serve_stream(Res& res, const Prepared& p, const ResponseHead& head,
-                                    const std::shared_ptr<RequestStream>& stream,
-                                    const std::shared_ptr<Ticket>& ticket) {
-  struct State {
-    bool started = false;
-    size_t text_offset = 0;
-    std::optional<ToolCallParser> tools;  // the content goes through it (chat with tools)
-  };
-  auto st = std::make_shared<State>();
-  if (p.tool_calls) st->tools.emplace(*p.tool_calls);
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  const bool chat = p.chat;
-  const bool usage = p.include_usage;
-  const bool logprobs = p.logprobs;
-  const auto ping = config.sse_ping_interval;
-  EnginePort* eng = &engine;
-  res.set_chunked_content_provider(
-      kSseContentType,
-      [=](size_t, httplib::DataSink& sink) -> bool {
-        auto give_up = [&] {
-          eng->cancel(ticket->handle);  // the client went away: free the sequence
-          return false;
-        };
-        std::string buf;
-        if (!st->started) {
-          st->started = true;
-          if (chat) buf += sse_data(chat_role_chunk(head, usage));
-        }
-        RequestStream::Pending pending = stream->wait(buf.empty() ? ping : std::chrono::milliseconds(0));
-        for (Delta& d : pending.deltas) {
-          // Content goes through the tool-call parser: what it releases as content, and the calls it completed.
-          std::vector<ToolCallEvent> calls;
-          if (st->tools && d.channel == Channel::kContent) {
-            ToolCallDelta td = st->tools->feed(d.text);
-            d.text = std::move(td.content);
-            calls = std::move(td.events);
-          }
-          auto chunks = chat ? chat_output_chunks(head, d, calls, logprobs, usage)
-                             : completion_delta_chunks(head, d, logprobs, usage, st->text_offset);
-          if (!chat) st->text_offset += d.text.size();
-          for (const auto& c : chunks) buf += sse_data(c);
-        }
-        bool end = false;
-        if (pending.final) {
-          const FinalResult& r = *pending.final;
-          if (r.stop_reason == StopReason::kError) {
-            buf += sse_data(internal_error(fmt::format("The engine failed while generating: {}", r.error)).to_json());
-          } else if (r.stop_reason == StopReason::kCancelled) {
-            buf += sse_data(service_unavailable("The request was cancelled: the server is shutting down.",
-                                                "server_stopping").to_json());
-          } else {
-            if (st->tools) {  // the end decides held text: content, or a call without </tool_call>
-              ToolCallDelta td = st->tools->finish();
-              for (const auto& c : chat_output_chunks(head, Delta{Channel::kContent, td.content, 0, {}}, td.events,
-                                                      false, usage))
-                buf += sse_data(c);
-            }
-            const bool has_calls = st->tools && !st->tools->calls().empty();
-            buf += sse_data(chat ? chat_finish_chunk(head, r, usage, !usage, has_calls)
-                                 : completion_finish_chunk(head, r, usage, !usage));
-            if (usage) buf += sse_data(usage_chunk(head, chat ? "chat.completion.chunk" : "text_completion", r));
-          }
-          buf += sse_done();
-          end = true;
-        } else if (pending.aborted) {
-          eng->cancel(ticket->handle);
-          buf += sse_data(service_unavailable("The server is shutting down.", "server_stopping").to_json());
-          buf += sse_done();
-          end = true;
-        } else if (buf.empty() && pending.deltas.empty()) {
-          buf = sse_comment("keep-alive");  // nothing for `ping`: probe the connection
-        }
-        if (!buf.empty() && !sink.write(buf.data(), buf.size())) return give_up();
-        if (end) sink.done();
-        return true;
-      },
-      [stream, ticket, eng](bool success) {
-        if (!success && !stream->finished()) eng->cancel(ticket->handle);
-      });
+  ReplyContext ctx{&engine, std::move(p), head, stream, group, ticket};
+  if (ctx.p.stream) reply_stream(ctx, res, config.sse_ping_interval);
+  else reply_json(ctx, res);
 }
 
 HttpServer::HttpServer(HttpServerConfig config, EnginePort& engine)
@@ -740,8 +592,7 @@ void HttpServer::stop() {
     std::lock_guard<std::mutex> lock(im.inflight_mu);
     for (auto& [serial, e] : im.inflight) entries.push_back(e);
   }
-  for (const Impl::Entry& e : entries)
-    if (e.handle != 0) im.engine.cancel(e.handle);
+  for (const Impl::Entry& e : entries) e.group->cancel(im.engine);
   // Give the engine time to finish the cancelled requests (their JSONL lines), then wake the rest.
   auto deadline = std::chrono::steady_clock::now() + im.config.stop_grace;
   for (const Impl::Entry& e : entries)

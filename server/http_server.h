@@ -23,7 +23,8 @@ struct HttpServerConfig {
   std::vector<std::string> api_keys;        // empty: no authentication
   std::string served_model_name;            // empty: ModelInfo::name
   size_t max_body_bytes = size_t{64} << 20; // larger bodies get 413
-  int max_in_flight = 256;                  // generation requests served at once; more get 429
+  int max_in_flight = 256;                  // choices served at once (a request of n takes n); more get 429
+  int max_n = 16;                           // --max-n: choices per request (`n`); more get 400
   ConnectionLimits connections;             // connection limit and timeouts (docs/security.md)
   std::chrono::milliseconds sse_ping_interval{5000};  // SSE comment after this long without output
   std::chrono::milliseconds stop_grace{3000};         // stop(): wait this long for cancelled requests

@@ -21,7 +21,8 @@ HttpServerConfig http_config_from(const ServeOptions& o) {
   c.api_keys = o.api_keys;
   c.cors_origins = o.cors_origins;
   c.served_model_name = o.served_model_name;
-  c.max_in_flight = std::max(64, 8 * o.max_concurrency);
+  c.max_in_flight = std::max(64, 8 * o.max_concurrency);  // >= 64 >= --max-n: one request always fits
+  c.max_n = o.max_n;
   c.force_greedy = o.greedy;
   c.reasoning_budget = o.reasoning_budget;
   c.log_jsonl_path = o.log_jsonl;

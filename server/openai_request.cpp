@@ -193,11 +193,9 @@ void parse_stream(const Fields& f, bool& stream, bool& include_usage) {
   }
 }
 
-void reject_n(const Fields& f) {
-  if (auto n = f.integer("n", 1, std::numeric_limits<int32_t>::max()); n && *n != 1)
-    unsupported("n", fmt::format("n={} is not supported yet: ninfer-serve returns one choice per "
-                                 "request (send n=1 or leave it out, and send {} requests instead).",
-                                 *n, *n));
+// n: how many choices (independent samples of the prompt); the server's bound (--max-n) is checked by the HTTP layer.
+int32_t parse_n(const Fields& f) {
+  return static_cast<int32_t>(f.integer("n", 1, std::numeric_limits<int32_t>::max()).value_or(1));
 }
 
 // Flattens string content or an array of text parts.
@@ -414,7 +412,7 @@ ChatCompletionRequest parse_chat_request(const json& body) {
   r.sampling = parse_sampling(f);
   r.stop = parse_stop(f);
   parse_stream(f, r.stream, r.include_usage);
-  reject_n(f);
+  r.n = parse_n(f);
   parse_tools(f, r);
   if (const json* rf = f.get("response_format")) r.response_format = parse_response_format(*rf);
   if (auto e = f.string("reasoning_effort")) {
@@ -488,7 +486,7 @@ CompletionRequest parse_completion_request(const json& body) {
   r.sampling = parse_sampling(f);
   r.stop = parse_stop(f);
   parse_stream(f, r.stream, r.include_usage);
-  reject_n(f);
+  r.n = parse_n(f);
   if (auto lp = f.integer("logprobs", 0, 5)) r.logprobs = static_cast<int32_t>(*lp);
   if (f.boolean("echo").value_or(false)) unsupported("echo", "echo is not supported yet.");
   if (auto b = f.integer("best_of", 1, std::numeric_limits<int32_t>::max()); b && *b != 1)

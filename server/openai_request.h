@@ -44,6 +44,7 @@ struct ChatCompletionRequest {
   ToolChoice tool_choice;                 // default: auto with tools, none without
   ResponseFormat response_format;         // text unless response_format asks for JSON
   bool parallel_tool_calls = true;
+  int32_t n = 1;                          // choices; >= 1 (the server's --max-n is checked by the HTTP layer)
 };
 
 struct CompletionRequest {
@@ -58,10 +59,11 @@ struct CompletionRequest {
   bool include_usage = false;
   std::optional<int32_t> logprobs;        // completions: number of alternatives, 0..5
   std::string user;
+  int32_t n = 1;                          // choices; >= 1 (the server's --max-n is checked by the HTTP layer)
 };
 
 // Throw ApiException (400 naming the field) on a wrong type, a bad value, or a field whose feature
-// is not served yet (n > 1, legacy functions, echo, best_of, suffix); a response_format schema
+// is not served yet (legacy functions, echo, best_of, suffix); a response_format schema
 // structured output cannot constrain is refused naming the keyword.
 // Unknown fields are ignored; null counts as absent. The body is ordered_json so that tool schemas and tool-call
 // arguments keep their key order into the chat template (a plain json converts, with sorted keys).

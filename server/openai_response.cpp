@@ -11,6 +11,7 @@ using json = nlohmann::ordered_json;
 void CollectedOutput::add(const Delta& d) {
   (d.channel == Channel::kReasoning ? reasoning : content) += d.text;
   logprobs.insert(logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+  token_ids.insert(token_ids.end(), d.token_ids.begin(), d.token_ids.end());
 }
 
 std::string_view chat_finish_reason(const FinalResult& r, bool has_tool_calls) {
@@ -72,8 +73,9 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_
           {"text_offset", offsets}};
 }
 
-json chat_completion_json(const ResponseHead& head, const CollectedOutput& out, const FinalResult& r,
-                          bool logprobs) {
+namespace {
+
+json chat_choice_json(int index, const CollectedOutput& out, const FinalResult& r, bool logprobs) {
   const bool calls = !out.tool_calls.empty();
   json message = {{"role", "assistant"},
                   {"content", calls && out.content.empty() ? json(nullptr) : json(out.content)},
@@ -86,33 +88,58 @@ json chat_completion_json(const ResponseHead& head, const CollectedOutput& out, 
       list.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
     message["tool_calls"] = std::move(list);
   }
-  json choice = {{"index", 0},
-                 {"message", std::move(message)},
-                 {"logprobs", logprobs ? chat_logprobs_json(out.logprobs) : json(nullptr)},
-                 {"finish_reason", chat_finish_reason(r, calls)}};
-  json j = head_json(head, "chat.completion");
-  j["choices"] = json::array({std::move(choice)});
-  j["usage"] = usage_json(r);
-  j["timings"] = timings_json(r);
+  return {{"index", index},
+          {"message", std::move(message)},
+          {"logprobs", logprobs ? chat_logprobs_json(out.logprobs) : json(nullptr)},
+          {"finish_reason", chat_finish_reason(r, calls)}};
+}
+
+json completion_choice_json(int index, const CollectedOutput& out, const FinalResult& r, bool logprobs) {
+  json c = {{"index", index},
+            {"text", out.content},
+            {"logprobs", logprobs ? completion_logprobs_json(out.logprobs, 0) : json(nullptr)},
+            {"finish_reason", finish_reason_name(r.stop_reason)}};
+  if (out.with_token_ids) c["token_ids"] = out.token_ids;
+  return c;
+}
+
+template <typename ChoiceFn>
+json response_json(const ResponseHead& head, const char* object, const std::vector<ChoiceOutput>& choices,
+                   const FinalResult& total, bool logprobs, ChoiceFn choice) {
+  json j = head_json(head, object);
+  j["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    j["choices"].push_back(choice(static_cast<int>(i), choices[i].out, choices[i].result, logprobs));
+  j["usage"] = usage_json(total);
+  j["timings"] = timings_json(total);
   return j;
+}
+
+}  // namespace
+
+json chat_completion_json(const ResponseHead& head, const std::vector<ChoiceOutput>& choices, const FinalResult& total,
+                          bool logprobs) {
+  return response_json(head, "chat.completion", choices, total, logprobs, chat_choice_json);
+}
+
+json completion_json(const ResponseHead& head, const std::vector<ChoiceOutput>& choices, const FinalResult& total,
+                     bool logprobs) {
+  return response_json(head, "text_completion", choices, total, logprobs, completion_choice_json);
+}
+
+json chat_completion_json(const ResponseHead& head, const CollectedOutput& out, const FinalResult& r,
+                          bool logprobs) {
+  return chat_completion_json(head, {ChoiceOutput{out, r}}, r, logprobs);
 }
 
 json completion_json(const ResponseHead& head, const CollectedOutput& out, const FinalResult& r,
                      bool logprobs) {
-  json choice = {{"index", 0},
-                 {"text", out.content},
-                 {"logprobs", logprobs ? completion_logprobs_json(out.logprobs, 0) : json(nullptr)},
-                 {"finish_reason", finish_reason_name(r.stop_reason)}};
-  json j = head_json(head, "text_completion");
-  j["choices"] = json::array({std::move(choice)});
-  j["usage"] = usage_json(r);
-  j["timings"] = timings_json(r);
-  return j;
+  return completion_json(head, {ChoiceOutput{out, r}}, r, logprobs);
 }
 
-json chat_role_chunk(const ResponseHead& head, bool usage_field) {
+json chat_role_chunk(const ResponseHead& head, bool usage_field, int index) {
   json j = head_json(head, "chat.completion.chunk");
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", index},
                                {"delta", {{"role", "assistant"}, {"content", ""}}},
                                {"logprobs", nullptr},
                                {"finish_reason", nullptr}}});
@@ -121,7 +148,7 @@ json chat_role_chunk(const ResponseHead& head, bool usage_field) {
 }
 
 std::vector<json> chat_delta_chunks(const ResponseHead& head, const Delta& d, bool logprobs,
-                                    bool usage_field) {
+                                    bool usage_field, int index) {
   const bool show_lp = logprobs && !d.logprobs.empty();
   if (d.text.empty() && !show_lp) return {};
   json delta = json::object();
@@ -132,7 +159,7 @@ std::vector<json> chat_delta_chunks(const ResponseHead& head, const Delta& d, bo
     delta["content"] = d.text;
   }
   json j = head_json(head, "chat.completion.chunk");
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", index},
                                {"delta", std::move(delta)},
                                {"logprobs", show_lp ? chat_logprobs_json(d.logprobs) : json(nullptr)},
                                {"finish_reason", nullptr}}});
@@ -141,7 +168,7 @@ std::vector<json> chat_delta_chunks(const ResponseHead& head, const Delta& d, bo
 }
 
 std::vector<json> chat_tool_call_chunks(const ResponseHead& head, const std::vector<ToolCallEvent>& events,
-                                        bool usage_field) {
+                                        bool usage_field, int index) {
   std::vector<json> chunks;
   for (const ToolCallEvent& e : events) {
     json call = {{"index", e.index}};
@@ -153,7 +180,7 @@ std::vector<json> chat_tool_call_chunks(const ResponseHead& head, const std::vec
       call["function"] = {{"arguments", e.arguments}};
     }
     json j = head_json(head, "chat.completion.chunk");
-    j["choices"] = json::array({{{"index", 0},
+    j["choices"] = json::array({{{"index", index},
                                  {"delta", {{"tool_calls", json::array({std::move(call)})}}},
                                  {"logprobs", nullptr},
                                  {"finish_reason", nullptr}}});
@@ -164,8 +191,8 @@ std::vector<json> chat_tool_call_chunks(const ResponseHead& head, const std::vec
 }
 
 std::vector<json> chat_output_chunks(const ResponseHead& head, const Delta& d, const std::vector<ToolCallEvent>& events,
-                                     bool logprobs, bool usage_field) {
-  if (events.empty()) return chat_delta_chunks(head, d, logprobs, usage_field);
+                                     bool logprobs, bool usage_field, int index) {
+  if (events.empty()) return chat_delta_chunks(head, d, logprobs, usage_field, index);
   std::vector<json> out;
   size_t at = 0;
   bool first = true;
@@ -173,21 +200,21 @@ std::vector<json> chat_output_chunks(const ResponseHead& head, const Delta& d, c
     Delta part{d.channel, d.text.substr(at, end - at), 0, {}};
     if (first) part.logprobs = d.logprobs;
     first = false;
-    for (json& c : chat_delta_chunks(head, part, logprobs, usage_field)) out.push_back(std::move(c));
+    for (json& c : chat_delta_chunks(head, part, logprobs, usage_field, index)) out.push_back(std::move(c));
     at = end;
   };
   for (const ToolCallEvent& e : events) {
     if (first || e.content_offset > at) text_until(std::min(e.content_offset, d.text.size()));
-    for (json& c : chat_tool_call_chunks(head, {e}, usage_field)) out.push_back(std::move(c));
+    for (json& c : chat_tool_call_chunks(head, {e}, usage_field, index)) out.push_back(std::move(c));
   }
   if (at < d.text.size()) text_until(d.text.size());
   return out;
 }
 
 json chat_finish_chunk(const ResponseHead& head, const FinalResult& r, bool usage_field,
-                       bool with_timings, bool has_tool_calls) {
+                       bool with_timings, bool has_tool_calls, int index) {
   json j = head_json(head, "chat.completion.chunk");
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", index},
                                {"delta", json::object()},
                                {"logprobs", nullptr},
                                {"finish_reason", chat_finish_reason(r, has_tool_calls)}}});
@@ -205,22 +232,23 @@ json usage_chunk(const ResponseHead& head, const char* object, const FinalResult
 }
 
 std::vector<json> completion_delta_chunks(const ResponseHead& head, const Delta& d, bool logprobs,
-                                          bool usage_field, size_t text_offset) {
+                                          bool usage_field, size_t text_offset, int index) {
   const bool show_lp = logprobs && !d.logprobs.empty();
-  if (d.text.empty() && !show_lp) return {};
+  if (d.text.empty() && !show_lp && d.token_ids.empty()) return {};
   json j = head_json(head, "text_completion");
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", index},
                                {"text", d.text},
                                {"logprobs", show_lp ? completion_logprobs_json(d.logprobs, text_offset) : json(nullptr)},
                                {"finish_reason", nullptr}}});
+  if (!d.token_ids.empty()) j["choices"][0]["token_ids"] = d.token_ids;
   if (usage_field) j["usage"] = nullptr;
   return {std::move(j)};
 }
 
 json completion_finish_chunk(const ResponseHead& head, const FinalResult& r, bool usage_field,
-                             bool with_timings) {
+                             bool with_timings, int index) {
   json j = head_json(head, "text_completion");
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", index},
                                {"text", ""},
                                {"logprobs", nullptr},
                                {"finish_reason", finish_reason_name(r.stop_reason)}}});

@@ -1,5 +1,6 @@
 #include "server/request_report.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -75,6 +76,36 @@ nlohmann::ordered_json timings_json(const FinalResult& r) {
   return j;
 }
 
+FinalResult merge_choice_results(const std::vector<FinalResult>& choices, double request_s) {
+  if (choices.empty()) return {};
+  FinalResult m = choices.front();
+  if (choices.size() > 1 && request_s > 0) m.timings.total_s = request_s;
+  for (size_t i = 1; i < choices.size(); ++i) {
+    const FinalResult& c = choices[i];
+    m.completion_tokens += c.completion_tokens;
+    m.reasoning_tokens += c.reasoning_tokens;
+    m.timings.decode_s = std::max(m.timings.decode_s, c.timings.decode_s);
+    m.timings.total_s = std::max(m.timings.total_s, c.timings.total_s);
+    if (c.stop_reason == StopReason::kError && m.stop_reason != StopReason::kError) {
+      m.stop_reason = StopReason::kError;
+      m.error = c.error;
+      m.stop_string.clear();
+    } else if (c.stop_reason == StopReason::kCancelled && m.stop_reason != StopReason::kError) {
+      m.stop_reason = StopReason::kCancelled;
+      m.stop_string.clear();
+    }
+    if (c.spec && m.spec) {
+      m.spec->steps += c.spec->steps;
+      m.spec->drafted += c.spec->drafted;
+      m.spec->accepted += c.spec->accepted;
+      if (m.spec->accepted_per_pos.size() < c.spec->accepted_per_pos.size())
+        m.spec->accepted_per_pos.resize(c.spec->accepted_per_pos.size(), 0);
+      for (size_t p = 0; p < c.spec->accepted_per_pos.size(); ++p) m.spec->accepted_per_pos[p] += c.spec->accepted_per_pos[p];
+    }
+  }
+  return m;
+}
+
 std::string iso8601_utc(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
@@ -129,6 +160,30 @@ nlohmann::ordered_json jsonl_record(const RequestRecord& rec) {
   if (r.stop_reason == StopReason::kStopString) j["stop_string"] = r.stop_string;
   if (!r.error.empty()) j["error"] = r.error;
   if (!rec.user.empty()) j["user"] = rec.user;
+  if (!rec.choices.empty()) {  // n > 1: the figures above are merged, each choice's own are here
+    j["n"] = rec.choices.size();
+    oj list = oj::array();
+    for (size_t i = 0; i < rec.choices.size(); ++i) {
+      const FinalResult& c = rec.choices[i];
+      oj e = {{"index", i},
+              {"completion_tokens", c.completion_tokens},
+              {"reasoning_tokens", c.reasoning_tokens},
+              {"cached_tokens", c.cached_tokens},
+              {"finish_reason", finish_reason_name(c.stop_reason)},
+              {"stop_reason", stop_reason_name(c.stop_reason)},
+              {"timings",
+               {{"queue_s", c.timings.queue_s},
+                {"prefill_s", c.timings.prefill_s},
+                {"decode_s", c.timings.decode_s},
+                {"ttft_s", c.timings.ttft_s},
+                {"total_s", c.timings.total_s}}},
+              {"decode_tok_s", opt<oj>(decode_tok_s(c))}};
+      if (c.stop_reason == StopReason::kStopString) e["stop_string"] = c.stop_string;
+      if (!c.error.empty()) e["error"] = c.error;
+      list.push_back(std::move(e));
+    }
+    j["choices"] = std::move(list);
+  }
   return j;
 }
 

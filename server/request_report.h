@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,14 @@ std::optional<double> decode_tok_s(const FinalResult& r);
 // predicted_per_token_ms, predicted_per_second, draft_n, draft_n_accepted when speculating).
 nlohmann::ordered_json timings_json(const FinalResult& r);
 
+// A request's n choices as one result, for usage, the JSONL line and the response timings: the prompt counted once
+// (prompt_tokens and cached_tokens of choice 0), completion and reasoning tokens summed; queue_s, prefill_s and ttft_s
+// of choice 0 (the later choices may start after its first token), decode_s the longest, total_s `request_s` when
+// > 0 (the request's wall time: the engine times each choice from its own submission), else the longest; the stop
+// reason of choice 0 unless a choice failed (kError, its error) or was cancelled (kCancelled); speculation counts
+// summed. One choice: itself.
+FinalResult merge_choice_results(const std::vector<FinalResult>& choices, double request_s = 0);
+
 // Everything one JSONL line says about a finished (or failed, or cancelled) request.
 struct RequestRecord {
   std::chrono::system_clock::time_point finished_at;
@@ -29,7 +38,8 @@ struct RequestRecord {
   std::string endpoint;                 // chat.completions | completions
   bool stream = false;
   std::optional<int64_t> max_tokens;
-  FinalResult result;
+  FinalResult result;                   // merge_choice_results() of the choices
+  std::vector<FinalResult> choices;     // n > 1: each choice's own result (the line's "choices" array)
   bool empty_content = false;           // no content text (the budget went to reasoning, or nothing)
   int http_status = 200;                // what the client got (0 when it went away mid-stream)
   EngineSettings settings;

@@ -165,6 +165,10 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   app.add_option("--max-concurrency", o.max_concurrency, "Sequences decoded together")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  app.add_option("--max-n", o.max_n,
+                 "Most choices one request may ask for (`n`); each is a sequence, queued like a request of its own")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   auto* tp_opt = app.add_option("--tp", o.tp, "Tensor-parallel ranks")->capture_default_str()->check(CLI::Range(1, 64));
   auto* devices_opt = app.add_option(
       "--devices", devices, "Comma-separated device ordinals, one per --tp rank [default: 0..tp-1]");

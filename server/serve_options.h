@@ -27,6 +27,7 @@ struct ServeOptions {
   KvDtype kv_dtype = KvDtype::kBf16;       // --kv-dtype
   bool nvfp4_w4a16 = false;                // --nvfp4-activations w4a16 (default w4a4): NVFP4 layers keep f32 inputs
   int max_concurrency = 4;                 // --max-concurrency: sequences decoded together
+  int max_n = 16;                          // --max-n: choices per request (`n`), 1..64
   bool cuda_graphs = false;                // --cuda-graphs on|off: decode steps as recorded CUDA graphs
   std::string backend = "auto";            // --backend auto|cpu|cuda (auto: CUDA when built and a GPU is present)
   int tp = 1;                              // --tp: tensor-parallel ranks

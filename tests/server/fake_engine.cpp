@@ -113,7 +113,7 @@ ModelInfo FakeEngine::model_info() const {
   info.settings.prefill_chunk = 2048;
   info.settings.max_context = config_.max_context;
   info.settings.kv_capacity = config_.kv_blocks_total * config_.kv_block_tokens;
-  info.settings.prefix_reuse = false;
+  info.settings.prefix_reuse = config_.prefix_reuse;
   info.settings.tp = 1;
   info.settings.max_concurrency = static_cast<int32_t>(config_.max_running);
   info.tool_call_format = config_.tool_call_format;

@@ -46,6 +46,7 @@ class FakeEngine final : public EnginePort {
     int64_t vocab_size = 1000;             // token-id prompts must be below this
     bool ready = true;
     bool speculate = false;                // report SpecStats (method mtp, K=3)
+    bool prefix_reuse = false;             // EngineSettings::prefix_reuse (the server then staggers n > 1 choices)
     ToolCallFormat tool_call_format = ToolCallFormat::kXml;  // ModelInfo::tool_call_format
   };
 

@@ -102,6 +102,21 @@ class Chat(unittest.TestCase):
         self.assertEqual(len(lp[0].top_logprobs), 2)
 
 
+class SeveralChoices(unittest.TestCase):
+    def test_n_non_stream_and_stream_by_index(self):
+        r = chat(n=3, seed=7)
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2])
+        content = {}
+        finish = {}
+        for chunk in chat(n=3, seed=7, stream=True):
+            for c in chunk.choices:
+                content[c.index] = content.get(c.index, "") + (c.delta.content or "")
+                if c.finish_reason:
+                    finish[c.index] = c.finish_reason
+        self.assertEqual([content[i] for i in range(3)], [c.message.content for c in r.choices])
+        self.assertEqual([finish[i] for i in range(3)], [c.finish_reason for c in r.choices])
+
+
 class Other(unittest.TestCase):
     def test_completions(self):
         r = client().completions.create(model="ninfer-test", prompt="once upon a time", max_tokens=5)
@@ -129,8 +144,8 @@ class Errors(unittest.TestCase):
 
     def test_bad_request(self):
         with self.assertRaises(openai.BadRequestError) as e:
-            chat(n=2)
-        self.assert_error(e.exception, 400, "unsupported_parameter", "n")
+            chat(n=17)
+        self.assert_error(e.exception, 400, "invalid_value", "n")
         with self.assertRaises(openai.BadRequestError) as e:
             chat(temperature=9)
         self.assert_error(e.exception, 400, "invalid_value", "temperature")

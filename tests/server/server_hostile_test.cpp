@@ -323,7 +323,7 @@ std::vector<Hostile> field_cases() {
        "max_completion_tokens"},
       // n
       {"n_zero", chat("\"n\":0"), 400, "invalid_value", "n"},
-      {"n_two", chat("\"n\":2"), 400, "unsupported_parameter", "n"},
+      {"n_over_max", chat("\"n\":17"), 400, "invalid_value", "n"},
       {"n_huge", chat("\"n\":4294967296"), 400, "invalid_value", "n"},
       {"n_string", chat("\"n\":\"1\""), 400, "invalid_type", "n"},
       {"n_one_float", chat("\"n\":1.0"), 200, ""},
@@ -430,7 +430,7 @@ std::vector<Hostile> completion_cases() {
       {"best_of_2", completion("\"x\"", "\"best_of\":2"), 400, "unsupported_parameter", "best_of"},
       {"suffix_text", completion("\"x\"", "\"suffix\":\"y\""), 400, "unsupported_parameter", "suffix"},
       {"suffix_empty", completion("\"x\"", "\"suffix\":\"\""), 200, ""},
-      {"completion_n_two", completion("\"x\"", "\"n\":2"), 400, "unsupported_parameter", "n"},
+      {"completion_n_over_max", completion("\"x\"", "\"n\":17"), 400, "invalid_value", "n"},
       {"completion_stop_17", completion("\"x\"", stops(17, 2)), 400, "invalid_value", "stop"},
       {"completion_model_other", completion("\"x\"", "\"model\":\"gpt-4o\""), 404, "model_not_found", "model"},
   };

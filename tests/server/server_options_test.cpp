@@ -93,6 +93,19 @@ TEST(ServeOptions, SeedCommandLineParsesWhenFeaturesAreBuilt) {
   EXPECT_EQ(c.api_keys.size(), 2u);
 }
 
+TEST(ServeOptions, MaxNBoundsChoicesPerRequest) {
+  ParsedServeOptions d = parse({});
+  ASSERT_TRUE(d.options) << d.message;
+  EXPECT_EQ(d.options->max_n, 16);
+  EXPECT_EQ(http_config_from(*d.options).max_n, 16);
+  ParsedServeOptions r = parse({"--max-n", "4"});
+  ASSERT_TRUE(r.options) << r.message;
+  EXPECT_EQ(http_config_from(*r.options).max_n, 4);
+  EXPECT_GE(http_config_from(*r.options).max_in_flight, 64);  // one request of --max-n choices always fits
+  EXPECT_FALSE(parse({"--max-n", "0"}).options);
+  EXPECT_FALSE(parse({"--max-n", "65"}).options);
+}
+
 TEST(ServeOptions, PrefixSnapshotsAreParsedDescribedAndNeedPrefixReuse) {
   ParsedServeOptions r = parse({"--prefix-snapshots", "6"});
   ASSERT_TRUE(r.options) << r.message;

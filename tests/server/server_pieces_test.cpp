@@ -223,46 +223,124 @@ TEST(RequestStream, HandsDeltasAndOneFinalToTheWaiter) {
   auto metrics = std::make_shared<ServerMetrics>();
   int hook_calls = 0;
   bool hook_empty = false;
-  auto s = std::make_shared<RequestStream>(metrics, [&](const FinalResult& r, bool empty) {
+  auto s = std::make_shared<RequestStream>(1, metrics, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty,
+                                                           double, const std::optional<SubmitResult>&) {
     hook_calls++;
-    hook_empty = empty;
-    EXPECT_EQ(r.stop_reason, StopReason::kEos);
+    ASSERT_EQ(r.size(), 1u);
+    hook_empty = empty[0];
+    EXPECT_EQ(r[0].stop_reason, StopReason::kEos);
   });
   // nothing pending: wait times out empty
   auto t0 = std::chrono::steady_clock::now();
   RequestStream::Pending none = s->wait(std::chrono::milliseconds(30));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(25));
   EXPECT_TRUE(none.deltas.empty());
-  EXPECT_FALSE(none.final);
+  EXPECT_TRUE(none.finals.empty());
 
+  std::shared_ptr<GenerationSink> sink = s->sink(0);
   std::thread engine([&] {
-    s->on_delta({Channel::kReasoning, "r", 1, {}});
-    s->on_delta({Channel::kContent, "", 1, {}});
-    s->on_finish(FinalResult{});
-    s->on_delta({Channel::kContent, "late", 1, {}});  // ignored after the final
-    s->on_finish(FinalResult{});                      // ignored
+    sink->on_delta({Channel::kReasoning, "r", 1, {}});
+    sink->on_delta({Channel::kContent, "", 1, {}});
+    sink->on_finish(FinalResult{});
+    sink->on_delta({Channel::kContent, "late", 1, {}});  // ignored after the final
+    sink->on_finish(FinalResult{});                      // ignored
   });
   std::vector<Delta> got;
   std::optional<FinalResult> final;
   while (!final) {
     auto p = s->wait(std::chrono::milliseconds(1000));
-    for (auto& d : p.deltas) got.push_back(d);
-    if (p.final) final = p.final;
+    for (auto& d : p.deltas) got.push_back(d.delta);
+    if (!p.finals.empty()) final = p.finals[0].result;
   }
   engine.join();
   EXPECT_EQ(got.size(), 2u);
   EXPECT_EQ(hook_calls, 1);
   EXPECT_TRUE(hook_empty);  // no content text came
   EXPECT_TRUE(s->finished());
-  EXPECT_FALSE(s->wait(std::chrono::milliseconds(1)).final);  // the final is handed out once
+  EXPECT_TRUE(s->wait(std::chrono::milliseconds(1)).finals.empty());  // the final is handed out once
 
-  auto s2 = std::make_shared<RequestStream>(nullptr, nullptr);
+  auto s2 = std::make_shared<RequestStream>(1, nullptr, nullptr);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     s2->abort();
   });
   EXPECT_TRUE(s2->wait(std::chrono::milliseconds(5000)).aborted);
   aborter.join();
+}
+
+TEST(RequestStream, OneHookForAllChoicesOrForTheSubmittedOnes) {
+  std::vector<FinalResult> seen;
+  int calls = 0;
+  auto s = std::make_shared<RequestStream>(3, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>& empty,
+                                                           double request_s, const std::optional<SubmitResult>&) {
+    EXPECT_GE(request_s, 0.0);
+    calls++;
+    seen = r;
+    EXPECT_EQ(empty.size(), r.size());
+  });
+  FinalResult a, b;
+  a.completion_tokens = 4;
+  b.completion_tokens = 6;
+  s->sink(1)->on_delta({Channel::kContent, "x", 1, {}});
+  EXPECT_TRUE(s->started(1));
+  EXPECT_FALSE(s->started(0));
+  s->sink(1)->on_finish(b);
+  s->sink(0)->on_finish(a);
+  EXPECT_EQ(calls, 0);  // choice 2 still runs
+  EXPECT_FALSE(s->finished());
+  s->sink(2)->on_finish(a);
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[1].completion_tokens, 6);  // by index, not by arrival
+  EXPECT_TRUE(s->finished());
+  auto p = s->wait(std::chrono::milliseconds(1));
+  EXPECT_EQ(p.deltas.size(), 1u);
+  EXPECT_EQ(p.deltas[0].index, 1);
+  EXPECT_EQ(p.finals.size(), 3u);
+
+  // only 2 of 4 choices were submitted (the request was cancelled before the rest): the hook sees those 2
+  auto t = std::make_shared<RequestStream>(4, nullptr, [&](const std::vector<FinalResult>& r, const std::vector<bool>&,
+                                                           double, const std::optional<SubmitResult>&) {
+    calls++;
+    seen = r;
+  });
+  t->sink(0)->on_finish(a);
+  t->close(2);
+  EXPECT_EQ(calls, 1);
+  t->sink(1)->on_finish(b);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_TRUE(t->finished());
+}
+
+TEST(MergeChoiceResults, PromptOnceTokensSummedWorstReason) {
+  FinalResult a, b;
+  a.prompt_tokens = b.prompt_tokens = 20;
+  a.cached_tokens = 0;
+  b.cached_tokens = 16;
+  a.completion_tokens = 5;
+  b.completion_tokens = 7;
+  a.reasoning_tokens = 1;
+  b.reasoning_tokens = 2;
+  a.timings.ttft_s = 0.5;
+  b.timings.ttft_s = 0.2;
+  a.timings.total_s = 1;
+  b.timings.total_s = 3;
+  b.stop_reason = StopReason::kOutputLimit;
+  FinalResult m = merge_choice_results({a, b});
+  EXPECT_EQ(m.prompt_tokens, 20);
+  EXPECT_EQ(m.cached_tokens, 0);
+  EXPECT_EQ(m.completion_tokens, 12);
+  EXPECT_EQ(m.reasoning_tokens, 3);
+  EXPECT_DOUBLE_EQ(m.timings.ttft_s, 0.5);  // choice 0's: the request's first token
+  EXPECT_DOUBLE_EQ(m.timings.total_s, 3);
+  EXPECT_DOUBLE_EQ(merge_choice_results({a, b}, 4.5).timings.total_s, 4.5);  // the request's wall time
+  EXPECT_EQ(m.stop_reason, StopReason::kEos);  // choice 0's
+  b.stop_reason = StopReason::kError;
+  b.error = "boom";
+  m = merge_choice_results({a, b});
+  EXPECT_EQ(m.stop_reason, StopReason::kError);
+  EXPECT_EQ(m.error, "boom");
 }
 
 }  // namespace
