@@ -1,20 +1,71 @@
 #!/usr/bin/env bash
 # Whole-model decode, ninfer NVFP4 (W4A4, W4A16) and bf16 vs llama.cpp Q4_0 and bf16, same synthetic Qwen3.5 shapes,
-# same threads, one run. llama.cpp is built beside the project (never committed): LLAMA=/work/llama.cpp by default.
-# Usage: bench/backend/llama_cpp_compare.sh BUILD_DIR [THREADS] [TOKENS]
+# same threads, one run. This script owns the comparison and the llama.cpp build it needs: llama.cpp is never part
+# of the project; the user names a checkout (source tree) and, when it has no build yet, the script builds it there
+# (CMake, CPU only, into LLAMA_CPP/build). The numbers of docs/benchmarks.md were measured with llama.cpp 0c1e57098.
+#
+# Usage: bench/backend/llama_cpp_compare.sh [--llama-cpp DIR] BUILD_DIR [THREADS] [TOKENS]
+#   BUILD_DIR     an ninfer build with bench/ninfer-bench-decode (e.g. `cmake --preset linux-cpu` -> build)
+#   --llama-cpp   the llama.cpp source checkout (or set LLAMA_CPP=DIR); its build goes to DIR/build
+# Environment: LLAMA_CPP (as --llama-cpp), DIR (models, default /tmp/nvfp4-bench), PYTHON (runs llama.cpp's
+# converter; default: the tools venv through scripts/tools-env.sh), NINFER_JOBS (build jobs, default nproc).
 set -euo pipefail
-BUILD=${1:?build dir}; T=${2:-2}; N=${3:-24}
-LLAMA=${LLAMA:-/work/llama.cpp}; DIR=${DIR:-/tmp/nvfp4-bench}
-REPO=$(cd "$(dirname "$0")/../.." && pwd)
-PY=${PYTHON:-/work/venv/bin/python}
+
+die() { echo "llama_cpp_compare: error: $*" >&2; exit 1; }
+usage() { sed -n '7,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+llama="${LLAMA_CPP:-${LLAMA:-}}"   # LLAMA: the old name of the variable
+args=()
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --llama-cpp) [ "$#" -ge 2 ] || usage; llama="$2"; shift 2 ;;
+    --llama-cpp=*) llama="${1#*=}"; shift ;;
+    -h|--help) usage ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+if [ "${#args[@]}" -lt 1 ] || [ "${#args[@]}" -gt 3 ]; then usage; fi
+BUILD="${args[0]}"; T="${args[1]:-2}"; N="${args[2]:-24}"
+DIR="${DIR:-/tmp/nvfp4-bench}"
+REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+jobs="${NINFER_JOBS:-$(nproc)}"
+
+decode="$BUILD/bench/ninfer-bench-decode"
+[ -x "$decode" ] ||
+  die "$decode not found: build it first, e.g. cmake --preset linux-cpu && cmake --build build --target ninfer-bench-decode"
+[ -n "$llama" ] || die "no llama.cpp checkout given: pass --llama-cpp DIR or set LLAMA_CPP=DIR (a llama.cpp source tree; \
+docs/benchmarks.md says which revision and how to get one)"
+[ -d "$llama" ] || die "llama.cpp checkout '$llama' does not exist"
+llama="$(cd "$llama" && pwd)"
+if [ ! -f "$llama/convert_hf_to_gguf.py" ] || [ ! -d "$llama/gguf-py" ]; then
+  die "'$llama' is not a llama.cpp source tree (no convert_hf_to_gguf.py and gguf-py/); the converter needs the source"
+fi
+
+bin="$llama/build/bin"
+if [ ! -x "$bin/llama-bench" ] || [ ! -x "$bin/llama-quantize" ]; then
+  [ -f "$llama/CMakeLists.txt" ] || die "'$llama' has no CMakeLists.txt and no build/bin/llama-bench"
+  echo "== building llama.cpp in $llama/build (CPU only, -j$jobs)"
+  # CPU only, tuned for this machine (GGML_NATIVE is llama.cpp's default); no network client, tests or server.
+  # Options a given revision does not know (LLAMA_CURL is older, LLAMA_OPENSSL newer) are only warned about.
+  cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=OFF -DGGML_NATIVE=ON \
+    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
+  cmake --build "$llama/build" -j "$jobs" --target llama-bench llama-quantize
+  if [ ! -x "$bin/llama-bench" ] || [ ! -x "$bin/llama-quantize" ]; then
+    die "llama.cpp build finished without $bin/llama-bench or $bin/llama-quantize"
+  fi
+fi
+
+if [ -n "${PYTHON:-}" ]; then py=("$PYTHON"); else py=("$REPO/scripts/tools-env.sh" python); fi
+
 if [ ! -f "$DIR/model-q4_0.gguf" ]; then
-  "$BUILD/bench/ninfer-bench-decode" --dir "$DIR" --keep-hf --variants bf16 --tokens 4 --prompt 16 --batch 1 >/dev/null
-  "$PY" "$REPO/bench/backend/llama_cpp_convert.py" "$LLAMA" "$DIR/hf" "$DIR/model-bf16.gguf"
+  "$decode" --dir "$DIR" --keep-hf --variants bf16 --tokens 4 --prompt 16 --batch 1 >/dev/null
+  "${py[@]}" "$REPO/bench/backend/llama_cpp_convert.py" "$llama" "$DIR/hf" "$DIR/model-bf16.gguf"
   # Q4_0 projections; the tied embedding / lm_head stays bf16 as in ninfer's NVFP4 artifact.
-  "$LLAMA/build/bin/llama-quantize" --token-embedding-type bf16 --output-tensor-type bf16 \
+  "$bin/llama-quantize" --token-embedding-type bf16 --output-tensor-type bf16 \
     "$DIR/model-bf16.gguf" "$DIR/model-q4_0.gguf" Q4_0 "$T"
 fi
-echo "== llama.cpp (llama-bench tg$N, $T threads)"
-for m in q4_0 bf16; do "$LLAMA/build/bin/llama-bench" -m "$DIR/model-$m.gguf" -t "$T" -p 0 -n "$N" -r 3 | grep qwen35; done
+echo "== llama.cpp (llama-bench tg$N, $T threads; $llama)"
+for m in q4_0 bf16; do "$bin/llama-bench" -m "$DIR/model-$m.gguf" -t "$T" -p 0 -n "$N" -r 3 | grep qwen35; done
 echo "== ninfer (ninfer-bench-decode, $T threads)"
-"$BUILD/bench/ninfer-bench-decode" --dir "$DIR" --threads "$T" --tokens "$N" --prompt 64 --batch 8 2>/dev/null
+"$decode" --dir "$DIR" --threads "$T" --tokens "$N" --prompt 64 --batch 8 2>/dev/null

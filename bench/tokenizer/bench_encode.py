@@ -7,9 +7,9 @@ Qwen3.5 tokenizer.json from tests/data/tokenizer/qwen35_tokenizer.tar.xz. Both s
 report the best of --repeats passes; the id checksums must agree.
 
 Run (after building the bench target):
-    cmake --build build-tok --target tokenizer_bench
-    /work/venv/bin/python bench/tokenizer/bench_encode.py --bench build-tok/bench/tokenizer/tokenizer_bench
-    /work/venv/bin/python bench/tokenizer/bench_encode.py --bench build-tok/bench/tokenizer/tokenizer_bench --ascii-only
+    cmake --preset linux-cpu && cmake --build build --target tokenizer_bench
+    scripts/tools-env.sh python bench/tokenizer/bench_encode.py --bench build/bench/tokenizer/tokenizer_bench
+    scripts/tools-env.sh python bench/tokenizer/bench_encode.py --bench build/bench/tokenizer/tokenizer_bench --ascii-only
 """
 import argparse
 import json

@@ -7,8 +7,8 @@ held-out = 4 % of the source files by sha1 of their path: no file of it was trai
 ({"kind", "source", "text"}); the benchmark tokenizes every document as train.py does (HF encode, no special tokens
 added, the document's own control tokens recognised) and appends <|endoftext|> after it.
 
-  /work/venv/bin/python tools/train_tiny/build_corpus.py --out /tmp/corpus     # ~10 s, deterministic
-  /work/venv/bin/python tools/accuracy/make_heldout_text.py --corpus /tmp/corpus
+  scripts/tools-env.sh python tools/train_tiny/build_corpus.py --out /tmp/corpus     # ~10 s, deterministic
+  scripts/tools-env.sh python tools/accuracy/make_heldout_text.py --corpus /tmp/corpus
 """
 import argparse
 import hashlib

@@ -10,7 +10,7 @@ and over all pairs the summary: mean KL, numpy.percentile(kl, 50 / 95 / 99) (lin
 perplexities exp(mean nll), top-1 accuracies against the targets, and over the pairs whose top-1 differs the
 reference's top-1 − top-2 probability gap (median, max).
 
-  /work/venv/bin/python tools/accuracy/make_metric_fixture.py
+  scripts/tools-env.sh python tools/accuracy/make_metric_fixture.py
 """
 import json
 import os

@@ -7,7 +7,7 @@ Valid instances are written the way ninfer's grammars write JSON: compact separa
 object keys in schema order. Every case is checked here first: a valid instance that jsonschema rejects, or an
 invalid one it accepts, stops the script.
 
-Run (rerunnable, deterministic): python3 tools/constrain/make_schema_cases.py   (needs `pip install jsonschema`)
+Run (rerunnable, deterministic): scripts/tools-env.sh python tools/constrain/make_schema_cases.py
 """
 import json
 import os

@@ -8,8 +8,8 @@ committed positions before the anchor; a = the longest prefix equal to the targe
 committed (the accepted drafts + the target's bonus/correction token, the next anchor). Reports the mean tokens per
 cycle (tau = a + 1) and the per-draft acceptance a / (B-1).
 
-    python tools/dflash2/eval_acceptance.py --checkpoint build-dflash2/work/run/drafter.pt
-    python tools/dflash2/eval_acceptance.py --artifact models/ninfer-tiny.ninfer [--draft-head]
+    scripts/tools-env.sh python tools/dflash2/eval_acceptance.py --checkpoint build-dflash2/work/run/drafter.pt
+    scripts/tools-env.sh python tools/dflash2/eval_acceptance.py --artifact models/ninfer-tiny.ninfer [--draft-head]
 """
 import argparse
 import json

@@ -7,7 +7,7 @@ docs/dflash2.md): [format_version=1, hidden_size, num_layers, num_heads, num_kv_
 block_size, mask_token_id, rope_theta, rms_norm_eps, num_target_layers, target_layer_ids...]. The same config goes
 into the safetensors __metadata__ as JSON (for people; the engine reads only the tensor).
 
-    python tools/dflash2/export.py build-dflash2/work/run/drafter.pt -o build-dflash2/work/dflash2.safetensors
+    scripts/tools-env.sh python tools/dflash2/export.py build-dflash2/work/run/drafter.pt -o build-dflash2/work/dflash2.safetensors
     ninfer-pack --from models/ninfer-tiny.ninfer --add-safetensors build-dflash2/work/dflash2.safetensors ...
 """
 import argparse

@@ -15,7 +15,7 @@ reader, runs the target (transformers) on a fixed text with hidden-state capture
 Values are computed in float64 (the f32 run is compared and reported) and stored as f32. index.json: shapes,
 config, the artifact's sha256, top-2 gaps of the argmax rows.
 
-    python tools/dflash2/make_golden.py [--artifact models/ninfer-tiny.ninfer] [--out tests/data/dflash2]
+    scripts/tools-env.sh python tools/dflash2/make_golden.py [--artifact models/ninfer-tiny.ninfer] [--out tests/data/dflash2]
 """
 import argparse
 import hashlib

@@ -3,7 +3,7 @@
 Independent of the C++ reader: parses the 64-byte header and the metadata JSON itself, maps the f32/bf16/f16/i32
 tensors with numpy. Used by the DFlash2 tools because ninfer-tiny's HF checkpoint is gone; the artifact is the source.
 
-    python tools/dflash2/ninfer_artifact.py --check     # logits == tests/data/ninfer_tiny/prompt0_logits.f32
+    scripts/tools-env.sh python tools/dflash2/ninfer_artifact.py --check     # logits == tests/data/ninfer_tiny/prompt0_logits.f32
 """
 import argparse
 import json

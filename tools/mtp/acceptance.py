@@ -15,7 +15,7 @@ drafter). Variants:
 
 Prints a markdown table (acceptance rate = accepted / drafted, mean acceptance length = 1 + accepted / steps).
 
-    /work/venv/bin/python tools/mtp/acceptance.py [--new-tokens 96]      # CPU, ~2 min
+    scripts/tools-env.sh python tools/mtp/acceptance.py [--new-tokens 96]      # CPU, ~2 min
 """
 import argparse
 import os

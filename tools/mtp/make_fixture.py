@@ -17,7 +17,7 @@ Prompt 0 of tests/data/ninfer_tiny followed by its first greedy token g0 (n = 29
 Row p of tests/data/ninfer_tiny/prompt0_mtp_logits.f32 = MTP(h_p, x_{p+1}) is the golden for the single-step head.
 index.json records shapes, the artifact's sha256 and the smallest top-2 gap of every chain row.
 
-    /work/venv/bin/python tools/mtp/make_fixture.py        # CPU, ~5 s, deterministic
+    scripts/tools-env.sh python tools/mtp/make_fixture.py        # CPU, ~5 s, deterministic
 """
 import argparse
 import hashlib

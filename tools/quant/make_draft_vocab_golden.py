@@ -7,7 +7,7 @@ documented rule (docs/pack.md): every added token whose content occurs in the ch
 most frequent ids (ties: lower id) up to N; ids ascending. Writes tests/data/quant/draft_vocab/golden_N<N>.i32 and
 golden.json (N, forced ids, corpus token count, covered count).
 
-Run: /work/venv/bin/python tools/quant/make_draft_vocab_golden.py   (from the repo root)
+Run: scripts/tools-env.sh python tools/quant/make_draft_vocab_golden.py   (from the repo root)
 """
 import json
 import pathlib

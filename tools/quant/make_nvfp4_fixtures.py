@@ -13,7 +13,7 @@ and index.json with the shapes, weight_scale_2 (f32 bits) and file names. It als
 E4M3 decode table (all 256 codes), torch float8_e4m3fn casts of probe values, and ModelOpt's _cast_fp4 of
 E2M1 probe values (ties and their float neighbours).
 
-Run: /work/venv/bin/python tools/quant/make_nvfp4_fixtures.py   (from the repo root; deterministic)
+Run: scripts/tools-env.sh python tools/quant/make_nvfp4_fixtures.py   (from the repo root; deterministic)
 """
 import json
 import pathlib

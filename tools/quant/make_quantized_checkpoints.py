@@ -17,7 +17,7 @@ import tests (tests/quant/pack_import_test.cpp). Under tests/data/quant/checkpoi
   calib_ids.i32        the calibration token ids; index.json: versions, config, which modules each library quantized,
                        and which fused groups ModelOpt gave one weight_scale_2
 
-Run: /work/venv/bin/python tools/quant/make_quantized_checkpoints.py   (from the repo root; CPU; deterministic)
+Run: scripts/tools-env.sh python tools/quant/make_quantized_checkpoints.py   (from the repo root; CPU; deterministic)
 Needs: pip install torch transformers safetensors nvidia-modelopt compressed-tensors requests
 """
 import json

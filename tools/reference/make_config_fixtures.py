@@ -10,8 +10,8 @@ Writes, under tests/data/reference/hf_config/ (see tools/reference/README.md, "C
                       resolves from each (head_dim, kv heads, inverse RoPE frequencies, layer types, ...) or, for
                       the ones ninfer refuses, what transformers does with them
 
-Run:  python tools/reference/make_config_fixtures.py [--out tests/data/reference/hf_config]
-in a venv with torch, transformers (written against 5.24.0), safetensors, numpy. Deterministic (fixed seeds, one
+Run:  scripts/tools-env.sh python tools/reference/make_config_fixtures.py [--out tests/data/reference/hf_config]
+(the tools venv: torch, transformers (written against 5.24.0), safetensors, numpy). Deterministic (fixed seeds, one
 thread); the existing fixtures of make_fixtures.py are not touched.
 """
 

@@ -7,7 +7,7 @@ Writes, under tests/data/reference/ (see tools/reference/README.md for the layou
   ops/<name>/layer<i>/    intermediate tensors of one decoder layer, op by op
   index.json              every file above with its dtype and shape
 
-Run:  python tools/reference/make_fixtures.py [--out tests/data/reference]
+Run:  scripts/tools-env.sh python tools/reference/make_fixtures.py [--out tests/data/reference]
 Deterministic: fixed seeds, one torch thread, the eager attention path and the torch (non-FLA) GDN kernels.
 """
 

@@ -16,7 +16,7 @@ Writes, under tests/data/reference/multimodal/ (see tools/reference/README.md, "
                          FP8Linear) and transformers' _dequantize_fp8_weight of it in f32
   index.json             the models, their goldens, the tensor counts per part
 
-Run:  PYTHONPATH=<dir with accelerate, psutil> python tools/reference/make_multimodal_fixtures.py
+Run:  scripts/tools-env.sh python tools/reference/make_multimodal_fixtures.py   (tools/requirements.txt has accelerate)
 in the venv of make_fixtures.py (torch, transformers 5.24.0, safetensors, numpy); transformers loads an FP8
 checkpoint only with `accelerate` importable (it is not used otherwise). CPU, ~10 s, deterministic.
 """

@@ -9,7 +9,7 @@ Qwen3_5ForCausalLM with random weights (seeded), vocab 512. Golden: for each con
 apply_chat_template + the tokenizer, and 24 greedy tokens from model.generate (no eos stop), decoded.
 
 Run (deterministic):
-    /work/venv/bin/python tools/serve_fixture/make_serving_fixture.py --out tests/data/serve
+    scripts/tools-env.sh python tools/serve_fixture/make_serving_fixture.py --out tests/data/serve
 """
 import argparse
 import json

@@ -9,7 +9,7 @@ then either the rendered text and its ids (HF encode of the text with added toke
 tokenizer.json in qwen35_tokenizer.tar.xz) or the template's error message.
 
 Run (rerunnable, deterministic; after make_goldens.py):
-    /work/venv/bin/python tools/tokenizer/make_chat_goldens.py
+    scripts/tools-env.sh python tools/tokenizer/make_chat_goldens.py
 """
 import json
 import os

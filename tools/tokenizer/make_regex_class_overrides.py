@@ -11,7 +11,7 @@ that HF has moved code points out of (a category change) cannot be expressed as 
 a regex naming it is refused.
 
 Run (rerunnable, deterministic):
-    /work/ref-venv/bin/python tools/tokenizer/make_regex_class_overrides.py > engine/tokenizer/regex_class_overrides.cpp
+    scripts/tools-env.sh python tools/tokenizer/make_regex_class_overrides.py > engine/tokenizer/regex_class_overrides.cpp
 """
 import sys
 import unicodedata

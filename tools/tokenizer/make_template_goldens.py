@@ -21,8 +21,8 @@ rendered text or the error message (jinja2's TemplateError from raise_exception,
 strftime_now is pinned to NOW (epoch seconds) in time zone UTC (the script sets TZ=UTC; ninfer's test passes the
 same time and sets TZ=UTC).
 
-Run (rerunnable, deterministic; any venv with transformers >= 5 and jinja2 >= 3.1.6):
-    python tools/tokenizer/make_template_goldens.py
+Run (rerunnable, deterministic; transformers >= 5 and jinja2 >= 3.1.6 suffice):
+    scripts/tools-env.sh python tools/tokenizer/make_template_goldens.py
 """
 import datetime as _dt
 import json

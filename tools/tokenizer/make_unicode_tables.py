@@ -14,7 +14,7 @@ composition pairs HF does not compose. Without `tokenizers` installed it stops (
 tables' definition).
 
 Run (rerunnable, deterministic):
-    /work/venv/bin/python tools/tokenizer/make_unicode_tables.py > engine/tokenizer/unicode_tables.cpp
+    scripts/tools-env.sh python tools/tokenizer/make_unicode_tables.py > engine/tokenizer/unicode_tables.cpp
 """
 import sys
 import unicodedata

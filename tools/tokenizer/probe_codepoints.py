@@ -7,7 +7,7 @@ implementations, and reports the code points whose ids differ. This is how the H
 engine/tokenizer/unicode_tables.cpp were validated (0 mismatches). Takes a few minutes; not part of ctest.
 
 Run (after building the bench target, which encodes a JSONL file and can dump ids):
-    /work/venv/bin/python tools/tokenizer/probe_codepoints.py --bench build-tok/bench/tokenizer/tokenizer_bench
+    scripts/tools-env.sh python tools/tokenizer/probe_codepoints.py --bench build/bench/tokenizer/tokenizer_bench
 """
 import argparse
 import json

@@ -15,7 +15,7 @@ tensors without header, shapes in index.json. Output: tests/data/ninfer_tiny/ (f
 index.json also records the artifact's and checkpoint's sha256, the prompt/continuation texts, the smallest top-2
 logit gaps, and how often the MTP head's argmax equals the main model's greedy next-next token along the greedy path.
 
-Run: /work/venv/bin/python tools/train_tiny/make_golden.py --checkpoint build-tiny/work/run/checkpoint
+Run: scripts/tools-env.sh python tools/train_tiny/make_golden.py --checkpoint build-tiny/work/run/checkpoint
 """
 import argparse
 import hashlib

@@ -1,7 +1,7 @@
 """ninfer-tiny: transformers' Qwen3_5ForCausalLM plus the Qwen3.5 MTP (multi-token prediction) head, in torch.
 
 transformers has no MTP module (it drops `mtp.*` on load), so it is defined here with the real checkpoints' tensor
-names (/work/shared/docs/qwen35.md §4.1). Forward order, checked against vLLM
+names (shared/docs/qwen35.md §4.1). Forward order, checked against vLLM
 (github.com/vllm-project/vllm, vllm/model_executor/models/qwen3_5_mtp.py at commit 01d99805d1ef,
 `Qwen3_5MultiTokenPredictor.forward`):
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Train the ninfer-tiny byte-level BPE tokenizer (HF tokenizers) on the training split of the corpus.
 
-Same pipeline as the Qwen3.5 tokenizer (/work/shared/docs/qwen35.md §6.1): NFC normalizer, Split(Qwen3.5 regex,
+Same pipeline as the Qwen3.5 tokenizer (shared/docs/qwen35.md §6.1): NFC normalizer, Split(Qwen3.5 regex,
 isolated) + ByteLevel(add_prefix_space=False, use_regex=False) pre-tokenizer, ByteLevel post-processor and decoder,
 BPE without unk / byte fallback. The 33 Qwen3.5 added tokens are appended after the learned vocabulary in Qwen's
 order with Qwen's special flags (`<tool_call>`, `<think>`, ... are added but not "special"), so the total vocabulary
