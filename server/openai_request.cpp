@@ -501,7 +501,9 @@ namespace {
 SamplingParams apply_sampling(const SamplingFields& s, const SamplingParams& defaults,
                               const RequestPolicy& policy) {
   SamplingParams p = defaults;
-  if (s.temperature) p.temperature = *s.temperature;
+  // A request's temperature decides greedy or not, over the artifact's generation_config (do_sample: false only sets
+  // the default), as vLLM does.
+  if (s.temperature) p.temperature = *s.temperature, p.greedy = false;
   if (s.top_p) p.top_p = *s.top_p;
   if (s.top_k) p.top_k = *s.top_k;
   if (s.min_p) p.min_p = *s.min_p;

@@ -123,6 +123,15 @@ TEST(ChatRequest, DefaultsAndPolicy) {
   ChatCompletionRequest t0 = parse_chat_request(chat_body({{"temperature", 0}, {"reasoning_effort", "none"}}));
   GenerationRequest g0 = to_generation_request(t0, "id", {}, {});
   EXPECT_TRUE(g0.sampling.greedy);  // temperature 0 means greedy
+
+  // generation_config do_sample: false makes greedy the default only: a request's temperature samples.
+  SamplingParams greedy_default;
+  greedy_default.greedy = true;
+  EXPECT_TRUE(to_generation_request(parse_chat_request(chat_body({})), "id", greedy_default, {}).sampling.greedy);
+  ChatCompletionRequest t8 = parse_chat_request(chat_body({{"temperature", 0.8}}));
+  const GenerationRequest g8 = to_generation_request(t8, "id", greedy_default, {});
+  EXPECT_FALSE(g8.sampling.greedy);
+  EXPECT_EQ(g8.sampling.temperature, 0.8);
   EXPECT_EQ(g0.enable_thinking, std::optional<bool>(false));
 
   // nulls are absent; model may be left out
