@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/swiglu_mlp.h"
+#include "engine/model/vocab_parallel_head.h"
 
 namespace ninfer {
 
@@ -109,14 +110,7 @@ void Model::body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state
     backend_.gather_rows(sel, x, batch.logit_rows);
     backend_.rms_norm(sel, sel, w_.final_norm, c.rms_norm_eps, norm_offset_);
   }
-  Tensor out = scratch_.get("logits", {R, c.vocab_size});
-  if (comm_.size() == 1) {
-    backend_.linear(out, sel, w_.lm_head);
-  } else {  // vocab-parallel lm_head: each rank's logit columns, gathered into the full row on every rank
-    Tensor part = scratch_.get("logits_part", {R, w_.lm_head.dim(0)});
-    backend_.linear(part, sel, w_.lm_head);
-    comm_.all_gather(out, part, backend_);
-  }
+  vocab_parallel_head(backend_, comm_, scratch_, sel, w_.lm_head, scratch_.get("logits", {R, c.vocab_size}));
 }
 
 void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Tensor& h, const Tensor& out,

@@ -6,6 +6,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/swiglu_mlp.h"
+#include "engine/model/vocab_parallel_head.h"
 
 namespace ninfer {
 namespace {
@@ -214,13 +215,7 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
   Tensor sel = scratch_.get("sel", {S * D, H});
   backend_.rms_norm(sel, x.slice0(S, R), w_.final_norm, c.rms_norm_eps, 0.0f);
   Tensor out = scratch_.get("logits", {S * D, V});
-  if (comm_.size() == 1) {
-    backend_.linear(out, sel, head_.weight);
-  } else {  // each rank scores its head rows; every rank gathers the whole row and takes the same argmax
-    Tensor part = scratch_.get("logits_part", {S * D, head_.weight.dim(0)});
-    backend_.linear(part, sel, head_.weight);
-    comm_.all_gather(out, part, backend_);
-  }
+  vocab_parallel_head(backend_, comm_, scratch_, sel, head_.weight, out);  // every rank takes the same argmax below
   std::vector<float> host;
   std::span<float> dst = logits;
   if (dst.empty()) {

@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/swiglu_mlp.h"
+#include "engine/model/vocab_parallel_head.h"
 #include "engine/model/weight_shard.h"
 
 namespace ninfer {
@@ -278,13 +279,7 @@ void MtpDrafter::score(const Tensor& x, const Tensor& normed, std::span<int32_t>
   const int64_t R = x.dim(0), V = head_rows();
   backend_.rms_norm(normed, x, w_.norm, config_.rms_norm_eps, 1.0f);
   Tensor dev = scratch_.get("logits", {R, V});
-  if (comm_.size() == 1) {
-    backend_.linear(dev, normed, w_.head);
-  } else {  // each rank scores its head rows; every rank gathers the whole row and takes the same argmax
-    Tensor part = scratch_.get("logits_part", {R, w_.head.dim(0)});
-    backend_.linear(part, normed, w_.head);
-    comm_.all_gather(dev, part, backend_);
-  }
+  vocab_parallel_head(backend_, comm_, scratch_, normed, w_.head, dev);  // every rank takes the same argmax below
   host_logits_.resize(static_cast<size_t>(R * V));
   backend_.copy(Tensor::make(host_logits_.data(), DType::kF32, {R, V}, Device::kCpu), dev);
   backend_.synchronize();
