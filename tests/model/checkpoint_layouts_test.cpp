@@ -111,6 +111,46 @@ TEST(Fp8Blockwise, ImportIsTransformersDequantizationRoundedToBf16) {
   EXPECT_TRUE(std::ranges::equal(a.data(a.require(name)), std::as_bytes(std::span(bf16))));
 }
 
+TEST(Fp8Blockwise, ShardedCheckpointWithScalesApartFromTheirWeightsPacksTheSame) {
+  // Releases ship sharded: a weight and its weight_scale_inv may sit in different shards. The FP8 fixture re-sharded
+  // into three files, every scale one shard after its weight, packs to the same artifact as the single file.
+  testing::TempDir dir;
+  const fs::path hf = dir.path() / "hf";
+  fs::copy(fs::path(kRoot) / "models/qwen35_mm_fp8", hf);
+  std::map<std::string, SafetensorsEntry> shards[3];
+  nlohmann::json weight_map;
+  const auto shard_name = [](int i) { return "model-0000" + std::to_string(i + 1) + "-of-00003.safetensors"; };
+  {
+    const SafetensorsFile st = SafetensorsFile::open((hf / "model.safetensors").string());
+    int next = 0, apart = 0;
+    for (const auto& [name, t] : st.tensors()) {
+      if (name.ends_with("_scale_inv")) continue;
+      const int i = next++ % 3;
+      const auto put = [&](const std::string& n, const SafetensorsTensor& x, int shard) {
+        shards[shard][n] = {x.st_dtype, x.shape, std::string(reinterpret_cast<const char*>(x.data.data()), x.data.size())};
+        weight_map[n] = shard_name(shard);
+      };
+      put(name, t, i);
+      if (const auto s = st.tensors().find(name + "_scale_inv"); s != st.tensors().end()) {
+        put(s->first, s->second, (i + 1) % 3);
+        ++apart;
+      }
+    }
+    ASSERT_EQ(apart, index()["models"]["qwen35_mm_fp8"]["quantized_weights"].get<int>());
+  }
+  fs::remove(hf / "model.safetensors");
+  for (int i = 0; i < 3; ++i) testing::write_file((hf / shard_name(i)).string(), make_safetensors(shards[i]));
+  testing::write_file((hf / "model.safetensors.index.json").string(), nlohmann::json{{"weight_map", weight_map}}.dump());
+  const std::string sharded = dir.file("sharded.ninfer");
+  pack_artifact({.hf_dir = hf.string(), .output = sharded, .show_progress = false});
+  const Artifact a = Artifact::open(sharded);
+  const Artifact b = Artifact::open(pack("models/qwen35_mm_fp8", dir));
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (const TensorInfo& t : b.tensors())
+    EXPECT_TRUE(std::ranges::equal(a.data(a.require(t.name)), b.data(t))) << t.name;
+  EXPECT_EQ(a.metadata()["quantization"]["dequantized_tensors"], b.metadata()["quantization"]["dequantized_tensors"]);
+}
+
 TEST(Fp8Blockwise, PartialEdgeBlocksMatchTransformers) {
   // [40, 50] in 16x16 blocks: a [3, 4] scale grid whose last row and column of blocks are partial.
   const nlohmann::json e = index()["fp8_edges"];

@@ -33,7 +33,7 @@ from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_fixtures import randomize  # noqa: E402 - the same random weights as the reference models
+from make_fixtures import entropy_bound, randomize  # noqa: E402 - the reference models' weights and entropy bound
 
 PROMPT_LENGTHS = [17, 150]
 REPO = Path(__file__).resolve().parents[2]
@@ -277,10 +277,12 @@ def dump_model(spec: dict, out: Path, w: Writer) -> dict:
     rec = dict(checkpoint=f"models/{name}", why=spec["why"], architecture=type(model).__name__, prompts=[],
                rotary=dict(inv_freq=[float(x) for x in model.model.rotary_emb.inv_freq],
                            head_dim=model.model.layers[-1].self_attn.head_dim))
+    golden_rows = []
     for i, n in enumerate(PROMPT_LENGTHS):
         ids = torch.randint(0, spec["config"]["vocab_size"], (n,), generator=g)
         lg = model(input_ids=ids[None], use_cache=False).logits[0]
         lg64 = model64(input_ids=ids[None], use_cache=False).logits[0]
+        golden_rows.append(lg64)
         err = rel_err(lg, lg64)
         assert err < 5e-5, f"{name}: f32 vs f64 logits differ by {err}"
         rec["prompts"].append(dict(tokens=w.put(f"golden/{name}/prompt{i}_tokens", ids, "i32"),
@@ -294,6 +296,8 @@ def dump_model(spec: dict, out: Path, w: Writer) -> dict:
         lg64 = model64(input_ids=ids[None], use_cache=False).logits[0]
         rec["padded_vocab"] = dict(tokenizer_ids=n, tokens=w.put(f"golden/{name}/padded_tokens", ids, "i32"),
                                    logits=w.put(f"golden/{name}/padded_logits", lg64.float(), "f32"))
+        golden_rows.append(lg64)
+    rec["entropy"] = entropy_bound(name, golden_rows)
     if name == "qwen35_rope_dim7":
         # The golden must tell the exponents apart: the same model with int(7.5) rounded to 8 in the exponent.
         rot = model64.model.rotary_emb

@@ -34,6 +34,14 @@ OUT_GAIN = float(os.environ.get("NINFER_FIXTURE_OUT_GAIN", "0.5"))
 GREEDY_TOKENS = 64
 PROMPT_LENGTHS = [1, 17, 64, 333]  # 333 crosses the 64-token delta-rule chunks five times, ends mid-chunk
 GREEDY_PROMPTS = [1, 3]            # indices into PROMPT_LENGTHS whose greedy continuation is recorded
+LM_HEAD_GAIN = 2.5                 # logits ~ N(0, 2.5²) over the vocabulary, tied or untied (entropy bound below)
+# Every golden must have entropy (a near one-hot model would pass a greedy test with almost any bug): over a model's
+# golden rows the median top-1 probability stays below MAX_MEDIAN_TOP1, and every greedy path has top-2 gaps below
+# SMALL_GAP nats (close calls the engine must get right) yet none under MIN_GREEDY_GAP (f32 vs f64 and summation order
+# must not flip an argmax).
+MAX_MEDIAN_TOP1 = 0.6
+SMALL_GAP = 0.5
+MIN_GREEDY_GAP = 1e-3
 OPS_TOKENS = 100                   # tokens fed to the op-by-op layer dumps (2 delta-rule chunks, last partial)
 
 
@@ -133,13 +141,19 @@ def randomize(model: torch.nn.Module, spec: dict):
     """Replaces HF's tiny init with O(1) random weights so logits are well spread (stable greedy argmax)."""
     g = torch.Generator().manual_seed(spec["seed"] + 1)
     a_lo, a_hi = spec.get("a_range", (0.01, 16.0))
+    # A tied head scores with the N(0,1) embedding rows, sqrt(hidden) times the untied head's rows, and the residual
+    # stream still holds the input token's own row, whose score is |e|² = hidden: the logits come out nearly one-hot
+    # (top-2 gaps of ~20 nats) and prove little. The tied model's final norm gets zero-mean effective weights of scale
+    # LM_HEAD_GAIN / sqrt(hidden): every logit ~ N(0, LM_HEAD_GAIN²), the input token's own included.
+    cfg = spec["config"]
+    final_norm_scale = LM_HEAD_GAIN / cfg["hidden_size"] ** 0.5 if cfg.get("tie_word_embeddings") else None
     with torch.no_grad():
         for name, p in model.named_parameters():
             shape = p.shape
             if name.endswith("embed_tokens.weight"):
                 p.copy_(torch.randn(shape, generator=g))
             elif name.endswith("lm_head.weight"):
-                p.copy_(torch.randn(shape, generator=g) * (2.5 / shape[1] ** 0.5))
+                p.copy_(torch.randn(shape, generator=g) * (LM_HEAD_GAIN / shape[1] ** 0.5))
             elif name.endswith("conv1d.weight"):  # [C, 1, K]
                 p.copy_(torch.randn(shape, generator=g) * (1.0 / shape[-1] ** 0.5))
             elif name.endswith("A_log"):
@@ -149,10 +163,15 @@ def randomize(model: torch.nn.Module, spec: dict):
             elif name.endswith("linear_attn.norm.weight"):  # gated RMSNorm: plain w
                 p.copy_(1.0 + 0.2 * torch.randn(shape, generator=g))
             elif "norm" in name and p.dim() == 1:
-                if spec["kind"] == "qwen3_5":  # zero-centred (1 + w)
-                    p.copy_(0.2 * torch.randn(shape, generator=g))
+                # effective weight 1 + N(0, 0.2²); N(0, final_norm_scale²) on a tied model's final norm
+                r = 0.2 * torch.randn(shape, generator=g)
+                if name == "model.norm.weight" and final_norm_scale is not None:
+                    eff = (final_norm_scale / 0.2) * r
+                    p.copy_(eff - 1.0 if spec["kind"] == "qwen3_5" else eff)
+                elif spec["kind"] == "qwen3_5":  # zero-centred: stores w of (1 + w)
+                    p.copy_(r)
                 else:  # Qwen3: plain w
-                    p.copy_(1.0 + 0.2 * torch.randn(shape, generator=g))
+                    p.copy_(1.0 + r)
             elif p.dim() == 2:  # nn.Linear [out, in]; the residual-branch outputs get a smaller gain so the random
                 # network stays well conditioned (bf16 rounding must not be amplified into O(1) logit changes)
                 gain = OUT_GAIN if name.endswith(("o_proj.weight", "out_proj.weight", "down_proj.weight")) else 1.0
@@ -215,6 +234,26 @@ def top2_gap(logits: torch.Tensor) -> float:
     return float((top[..., 0] - top[..., 1]).min())
 
 
+def entropy_bound(name: str, rows: list[torch.Tensor], greedy_paths: list[torch.Tensor] = ()) -> dict:
+    """Asserts the entropy bound (MAX_MEDIAN_TOP1, SMALL_GAP, MIN_GREEDY_GAP above) over a model's golden logits:
+    `rows` every golden logits tensor, `greedy_paths` the step logits of each greedy continuation. Returns the stats."""
+    every = torch.cat([r.reshape(-1, r.shape[-1]).double() for r in [*rows, *greedy_paths]])
+    top = every.topk(2, dim=-1).values
+    gaps = top[:, 0] - top[:, 1]
+    stats = dict(median_top1_prob=float(every.softmax(-1).max(-1).values.median()),
+                 small_gap_fraction=float((gaps < SMALL_GAP).double().mean()))
+    assert stats["median_top1_prob"] < MAX_MEDIAN_TOP1, f"{name}: logits too peaked {stats}"
+    assert stats["small_gap_fraction"] > 0, f"{name}: no top-2 gap below {SMALL_GAP} nats {stats}"
+    for i, path in enumerate(greedy_paths):
+        top = path.double().topk(2, dim=-1).values
+        g = top[:, 0] - top[:, 1]
+        assert (g < SMALL_GAP).any(), f"{name}: greedy path {i} has no close call (min gap {float(g.min())})"
+        assert g.min() >= MIN_GREEDY_GAP, f"{name}: greedy path {i} passes a near tie ({float(g.min())} nats)"
+    if greedy_paths:
+        stats["min_greedy_top2_gap"] = min(top2_gap(p) for p in greedy_paths)
+    return stats
+
+
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.double() - b.double()).abs().max() / b.double().abs().max())
 
@@ -225,9 +264,11 @@ def dump_golden(model, spec: dict, w: Writer) -> dict:
     prompts = make_prompts(spec)
     rec = dict(prompts=[], greedy=[])
     model64 = build_model(spec).double()
+    golden_rows, greedy_paths = [], []
     for i, p in enumerate(prompts):
         lg = full_logits(model, p)
         lg64 = full_logits(model64, p)
+        golden_rows.append(lg64)
         err = rel_err(lg, lg64)
         assert err < 5e-5, f"{name}: f32 vs f64 logits differ by {err}"
         # the stored golden logits are computed in float64 and rounded to f32 (torch's own f32 run is err away)
@@ -250,6 +291,7 @@ def dump_golden(model, spec: dict, w: Writer) -> dict:
         toks64, step_logits64 = greedy(model64, p, GREEDY_TOKENS)
         assert torch.equal(toks64, toks), f"{name}: f32 and f64 greedy disagree"
         step_logits = step_logits64.float()
+        greedy_paths.append(step_logits64)
         rec["greedy"].append(dict(
             prompt_index=i,
             tokens=w.put(f"golden/{name}/greedy{i}_tokens", toks, "i32"),
@@ -258,6 +300,7 @@ def dump_golden(model, spec: dict, w: Writer) -> dict:
             cached_vs_uncached_rel_err=err,
             min_top2_gap=top2_gap(step_logits),
         ))
+    rec["entropy"] = entropy_bound(name, golden_rows, greedy_paths)
     return rec
 
 
@@ -277,14 +320,17 @@ def dump_bf16(model, spec: dict, w: Writer, models_dir: Path) -> dict:
     rec = dict(prompts=[])
     mb = mb.double()
     model64 = build_model(spec).double()
+    golden_rows = []
     for i, p in enumerate(prompts):
         lg = full_logits(mb, p).float()
         lg32 = full_logits(model64, p).float()
+        golden_rows.append(lg)
         rec["prompts"].append(dict(
             tokens=f"golden/{spec['name']}/prompt{i}_tokens",
             logits=w.put(f"golden/{name}/prompt{i}_logits", lg),
             rel_err_vs_f32_weights=rel_err(lg, lg32),
         ))
+    rec["entropy"] = entropy_bound(name, golden_rows)
     return rec
 
 

@@ -42,7 +42,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tools/train_tiny"))
 from make_config_fixtures import PROMPT_LENGTHS, Writer, rel_err  # noqa: E402
-from make_fixtures import check_torch_fallback, model_specs, randomize  # noqa: E402
+from make_fixtures import check_torch_fallback, entropy_bound, model_specs, randomize  # noqa: E402
 from model import Qwen3_5MTP  # noqa: E402 - tools/train_tiny: the mtp.* module of a Qwen3.5 checkpoint
 
 TEXT_MODEL = "qwen35_untied"  # make_fixtures.py's model whose text config (and weight recipe) is reused
@@ -107,12 +107,14 @@ def golden(d: Path, name: str, vocab: int, w: Writer) -> tuple[list[dict], Qwen3
     model = Qwen3_5ForConditionalGeneration.from_pretrained(d, dtype=torch.bfloat16, attn_implementation="eager")
     model = model.double().eval()
     g = torch.Generator().manual_seed(SEED + 7)
-    prompts = []
+    prompts, rows = [], []
     for i, n in enumerate(PROMPT_LENGTHS):
         ids = torch.randint(3, vocab, (n,), generator=g)  # text only: no image or video tokens
         logits = model(input_ids=ids[None], use_cache=False).logits[0]
+        rows.append(logits)
         prompts.append(dict(tokens=w.put(f"golden/{name}/prompt{i}_tokens", ids, "i32"),
                             logits=w.put(f"golden/{name}/prompt{i}_logits", logits.float(), "f32")))
+    entropy_bound(name, rows)
     return prompts, model
 
 
