@@ -3,7 +3,6 @@
 // nvfp4 (W4A4 and W4A16) weights.
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -13,32 +12,14 @@
 #include <fmt/format.h>
 
 #include "bench/common/bandwidth.h"
+#include "bench/common/timing.h"
 #include "engine/backend/backend.h"
 #include "engine/core/half.h"
 #include "engine/quant/nvfp4.h"
 
 using namespace ninfer;
-using Clock = std::chrono::steady_clock;
 
-namespace {
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Median seconds of `reps` runs of fn (after one warm-up run).
-template <typename Fn>
-double median_time(int reps, Fn&& fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    fn();
-    t.push_back(seconds_since(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using bench::median_seconds;
 
 int main(int argc, char** argv) {
   CLI::App app{"CPU backend gemm bench: weight-streaming GB/s vs memory bandwidth"};
@@ -93,7 +74,7 @@ int main(int argc, char** argv) {
       std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
       for (auto& v : x) v = dist(rng);
       const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
-      const double t = median_time(reps, [&] { be->linear(yt, xt, w); });
+      const double t = median_seconds(reps, [&] { be->linear(yt, xt, w); });
       fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>11.0f}% {:>11.0f}% {:>10.1f}\n", dtype_name(dt), M, t * 1e3,
                  wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw,
                  2.0 * double(M) * double(N) * double(K) / t / 1e9);
@@ -117,7 +98,7 @@ int main(int argc, char** argv) {
         std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
         for (auto& v : x) v = dist(rng);
         const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
-        const double t = median_time(reps, [&] { nb->linear(yt, xt, w); });
+        const double t = median_seconds(reps, [&] { nb->linear(yt, xt, w); });
         fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>11.0f}% {:>11.0f}% {:>10.1f}\n", label, M, t * 1e3,
                    wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw,
                    2.0 * double(M) * double(N) * double(K) / t / 1e9);
@@ -133,7 +114,7 @@ int main(int argc, char** argv) {
     std::vector<float> x(static_cast<size_t>(k), 1.0f), y(static_cast<size_t>(n));
     const Tensor w = Tensor::make(ws.data(), DType::kBF16, {n, k});
     const Tensor xt = Tensor::make(x.data(), DType::kF32, {1, k}), yt = Tensor::make(y.data(), DType::kF32, {1, n});
-    const double t = median_time(3, [&] {
+    const double t = median_seconds(3, [&] {
       for (int64_t i = 0; i < calls; ++i) be->linear(yt, xt, w);
     });
     fmt::print("\nsmall op: bf16 [{} x {}] linear, M=1, {} calls: {:.1f} us per call\n", n, k, calls, t / double(calls) * 1e6);

@@ -1,5 +1,7 @@
 #include "bench/common/bandwidth.h"
 
+#include "bench/common/timing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -11,17 +13,6 @@
 namespace ninfer::bench {
 
 namespace {
-
-double median_seconds(int reps, const std::function<void()>& fn) {
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 void parallel(int threads, const std::function<void(int)>& fn) {
   std::vector<std::thread> ts;
@@ -36,7 +27,7 @@ double memcpy_bandwidth(size_t bytes, int threads, int reps) {
   const size_t per = bytes / static_cast<size_t>(threads);
   const double t = median_seconds(reps, [&] {
     parallel(threads, [&](int i) { std::memcpy(dst.data() + i * per, src.data() + i * per, per); });
-  });
+  }, /*warmup=*/false);
   return double(per * static_cast<size_t>(threads)) / t;
 }
 
@@ -51,7 +42,7 @@ double read_bandwidth(size_t bytes, int threads, int reps) {
       for (size_t j = 0; j + 4 <= per; j += 4) a += p[j], b += p[j + 1], c += p[j + 2], d += p[j + 3];
       sums[static_cast<size_t>(i) * 8] = a + b + c + d;
     });
-  });
+  }, /*warmup=*/false);
   return double(per * 8 * static_cast<size_t>(threads)) / t;
 }
 

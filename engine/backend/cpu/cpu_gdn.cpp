@@ -14,6 +14,7 @@ namespace {
 constexpr int64_t kChunk = 64;            // delta-rule chunk length (as FLA / transformers)
 constexpr int64_t kAutoChunkedMin = 16;   // kAuto: chunked form from this many tokens of one sequence
 constexpr int64_t kConvChannelBlock = 256;
+constexpr int64_t kTriRows = 6;          // row blocks of the chunk's triangular products (gemm_nn's AVX2 tile rows)
 
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
@@ -105,20 +106,32 @@ void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r
   }
 }
 
+// Floats of scratch delta_chunked needs.
+size_t chunk_scratch_floats(int64_t dk, int64_t dv) {
+  const int64_t C = kChunk, E = dv + dk;
+  return static_cast<size_t>(2 * C + dk * C + 3 * C * C + C * E);
+}
+
 // Chunked (WY / UT transform) form, chunks of kChunk rows; same math as transformers' torch_chunk_gated_delta_rule
-// without padding (a partial last chunk is exact as it is).
+// without padding (a partial last chunk is exact as it is). Per chunk of L rows (K, Q [L, dk], V [L, dv], γ the
+// cumulative log decay, S [dk, dv]) nearly everything is a small in-cache product (gemm_nn):
+//   (I + A) [U | W] = [β v | β e^γ k], A_ij = β_i (k_i·k_j) e^{γi−γj} for j < i (blocked forward substitution)
+//   V' = U − W S          O = diag(e^γ) Q S + ((Q Kᵀ) ⊙ e^{γi−γj}, j ≤ i) V'
+//   S ← e^{γL} S + (e^{γL−γj} k_j)ᵀ V'
 void delta_chunked(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0, int64_t r1, float* S, float* mem) {
-  const int64_t dk = a.dk, dv = a.dv, kh = h / a.group, C = kChunk;
+  const int64_t dk = a.dk, dv = a.dv, kh = h / a.group, C = kChunk, E = dv + dk;
   double* gam = reinterpret_cast<double*>(mem);  // [C] cumulative log decay (double: exp of differences)
-  float* A = mem + 2 * C;                        // [C, C] strictly lower: beta_i (k_i·k_j) e^{γi−γj}
-  float* U = A + C * C;                          // [C, dv]  then V' = U − W S
-  float* W = U + C * dv;                         // [C, dk]
-  float* qs = W + C * dk;                        // [dv] scratch
+  float* Kt = mem + 2 * C;                       // [dk, C] (e^{γL−γj} k_j)ᵀ
+  float* T = Kt + dk * C;                        // [C, C] K Kᵀ, then −A
+  float* P = T + C * C;                          // [C, C] Q Kᵀ, then its decayed lower triangle
+  float* D = P + C * C;                          // [C, C] e^{γi−γj} for j ≤ i
+  float* UW = D + C * C;                         // [C, E] [β v | β e^γ k], then [U | W], then [V' | −W]
+  const int64_t qs = a.q->stride[0], ks = a.k->stride[0], os = a.out->stride[0];
   for (int64_t c0 = r0; c0 < r1; c0 += C) {
     const int64_t L = std::min(C, r1 - c0);
-    auto qrow = [&](int64_t i) { return static_cast<const float*>(a.q->at(c0 + i, kh)); };
-    auto krow = [&](int64_t i) { return static_cast<const float*>(a.k->at(c0 + i, kh)); };
-    auto vrow = [&](int64_t i) { return static_cast<const float*>(a.v->at(c0 + i, h)); };
+    const float* Q = static_cast<const float*>(a.q->at(c0, kh));
+    const float* K = static_cast<const float*>(a.k->at(c0, kh));
+    float* O = static_cast<float*>(a.out->at(c0, h));
     auto beta = [&](int64_t i) { return static_cast<const float*>(a.beta->at(c0 + i))[h]; };
     // g is clamped at −1000: exp(−1000) is already 0 in f32 and f64, and the clamp keeps γ_i − γ_j exact for
     // huge or infinite decays (−inf − −inf would be NaN).
@@ -127,50 +140,52 @@ void delta_chunked(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0,
       acc += std::max(-1000.0, double(static_cast<const float*>(a.g->at(c0 + i))[h]));
       gam[i] = acc;
     }
-    // U_i = β_i v_i − Σ_{j<i} A_ij U_j;  W_i = β_i e^{γ_i} k_i − Σ_{j<i} A_ij W_j   (forward substitution)
-    for (int64_t i = 0; i < L; ++i) {
-      const float bi = beta(i);
-      const float* ki = krow(i);
-      float* Ui = U + i * dv;
-      float* Wi = W + i * dk;
-      const float* vi = vrow(i);
-      for (int64_t d = 0; d < dv; ++d) Ui[d] = bi * vi[d];
-      const float e = static_cast<float>(std::exp(gam[i]));
-      for (int64_t d = 0; d < dk; ++d) Wi[d] = bi * e * ki[d];
-      for (int64_t j = 0; j < i; ++j) {
-        const float aij = bi * kr.dot(ki, krow(j), dk) * static_cast<float>(std::exp(gam[i] - gam[j]));
-        A[i * C + j] = aij;
-        kr.axpy(-aij, U + j * dv, Ui, dv);
-        kr.axpy(-aij, W + j * dk, Wi, dk);
-      }
-    }
-    // V'_i = U_i − W_iᵀ S  (in place in U)
-    for (int64_t i = 0; i < L; ++i) {
-      float* Ui = U + i * dv;
-      const float* Wi = W + i * dk;
-      for (int64_t d = 0; d < dk; ++d) kr.axpy(-Wi[d], S + d * dv, Ui, dv);
-    }
-    // O_i = e^{γ_i} q_iᵀ S + Σ_{j≤i} (q_i·k_j) e^{γ_i−γ_j} V'_j
-    for (int64_t i = 0; i < L; ++i) {
-      const float* qi = qrow(i);
-      float* o = static_cast<float*>(a.out->at(c0 + i, h));
-      std::fill(qs, qs + dv, 0.0f);
-      for (int64_t d = 0; d < dk; ++d) kr.axpy(qi[d], S + d * dv, qs, dv);
-      const float e = static_cast<float>(std::exp(gam[i]));
-      for (int64_t d = 0; d < dv; ++d) o[d] = e * qs[d];
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j <= i; ++j) D[i * C + j] = static_cast<float>(std::exp(gam[i] - gam[j]));
+    // K Kᵀ and Q Kᵀ (j ≤ i) as dots: their lane-split sums are more accurate than one k-order chain, and the two
+    // forms of the rule (the recurrent one dots too) stay closest.
+    for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j <= i; ++j) {
-        const float w = kr.dot(qi, krow(j), dk) * static_cast<float>(std::exp(gam[i] - gam[j]));
-        kr.axpy(w, U + j * dv, o, dv);
+        T[i * C + j] = kr.dot(K + i * ks, K + j * ks, dk);
+        P[i * C + j] = kr.dot(Q + i * qs, K + j * ks, dk);
       }
+    // The other triangular products in blocks of kTriRows rows, each only as deep as its last row needs.
+    auto lower = [&](int64_t i0) { return std::min(L, i0 + kTriRows); };
+    // −A in place of K Kᵀ (strictly lower), [β v | β e^γ k] into UW
+    for (int64_t i = 0; i < L; ++i) {
+      const float bi = beta(i), e = static_cast<float>(std::exp(gam[i]));
+      float* Ai = T + i * C;
+      for (int64_t j = 0; j < i; ++j) Ai[j] = -bi * Ai[j] * D[i * C + j];
+      const float* vi = static_cast<const float*>(a.v->at(c0 + i, h));
+      const float* ki = K + i * ks;
+      float* Ui = UW + i * E;
+      for (int64_t d = 0; d < dv; ++d) Ui[d] = bi * vi[d];
+      for (int64_t d = 0; d < dk; ++d) Ui[dv + d] = bi * e * ki[d];
     }
-    // S ← e^{γ_last} S + Σ_j (e^{γ_last−γ_j} k_j) V'_jᵀ
-    const double glast = gam[L - 1];
-    kr.scale(static_cast<float>(std::exp(glast)), S, dk * dv);
-    for (int64_t j = 0; j < L; ++j) {
-      const float* kj = krow(j);
-      const float e = static_cast<float>(std::exp(glast - gam[j]));
-      for (int64_t d = 0; d < dk; ++d) kr.axpy(e * kj[d], U + j * dv, S + d * dv, dv);
+    // Forward substitution [U | W]_i = [βv | βe^γk]_i − Σ_{j<i} A_ij [U | W]_j, by row blocks: the rows before the
+    // block in one product, then within the block; every row's terms are still added in j order.
+    for (int64_t i0 = 0; i0 < L; i0 += kTriRows) {
+      const int64_t i1 = lower(i0);
+      if (i0 > 0) kr.gemm_nn(T + i0 * C, C, UW, E, UW + i0 * E, E, i1 - i0, E, i0, true);
+      for (int64_t i = i0 + 1; i < i1; ++i)
+        for (int64_t j = i0; j < i; ++j) kr.axpy(T[i * C + j], UW + j * E, UW + i * E, E);
     }
+    for (int64_t i = 0; i < L; ++i) kr.scale(-1.0f, UW + i * E + dv, dk);
+    kr.gemm_nn(UW + dv, E, S, dv, UW, E, L, dv, dk, true);  // V' = U − W S
+    kr.gemm_nn(Q, qs, S, dv, O, os, L, dv, dk, false);      // Q S
+    for (int64_t i = 0; i < L; ++i) {
+      kr.scale(static_cast<float>(std::exp(gam[i])), O + i * os, dv);
+      float* Pi = P + i * C;
+      for (int64_t j = 0; j <= i; ++j) Pi[j] *= D[i * C + j];
+      std::fill(Pi + i + 1, Pi + C, 0.0f);
+    }
+    for (int64_t i0 = 0; i0 < L; i0 += kTriRows)  // + masked decayed (Q Kᵀ) V'
+      kr.gemm_nn(P + i0 * C, C, UW, E, O + i0 * os, os, lower(i0) - i0, dv, lower(i0), true);
+    const int64_t last = L - 1;
+    kr.scale(static_cast<float>(std::exp(gam[last])), S, dk * dv);
+    for (int64_t j = 0; j < L; ++j)
+      for (int64_t d = 0; d < dk; ++d) Kt[d * C + j] = K[j * ks + d] * D[last * C + j];
+    kr.gemm_nn(Kt, C, UW, E, S, dv, dk, dv, L, true);  // S += (e^{γL−γj} k_j)ᵀ V'
   }
 }
 
@@ -182,7 +197,7 @@ void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tens
   const int64_t nk = d.nk, dk = d.dk, nv = d.nv, dv = d.dv;
   const DeltaArgs args{&out, &q, &k, &v, &g, &beta, dk, dv, nv / nk, &state, &batch};
   const int64_t S = batch.num_seqs();
-  const size_t chunk_mem = static_cast<size_t>(2 * kChunk + kChunk * kChunk + kChunk * (dv + dk) + dv);
+  const size_t chunk_mem = chunk_scratch_floats(dk, dv);
   pool_.parallel_for(S * nv, [&](int64_t task, int thread) {
     const int64_t s = task / nv, h = task % nv;
     const int64_t r0 = batch.q_start[static_cast<size_t>(s)], r1 = batch.q_start[static_cast<size_t>(s + 1)];

@@ -15,6 +15,12 @@ constexpr int kGemmMaxRows = 8;
 using GemmFn = void (*)(const float* x, int64_t xs, int rows, const void* w, int64_t ws, int64_t n0, int64_t n1,
                         int64_t K, float* y, int64_t ys, bool acc);
 
+// c[m * cs + n] = (acc ? c : 0) + Σ_k a[m * as + k] · b[k * bs + n]   for m < M, n < N: C = A·B with every matrix
+// row-major (B's rows are k, unlike GemmFn's weight rows). Small in-cache products (the chunked delta rule); each
+// output sums its K products in k order.
+using GemmNnFn = void (*)(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t M,
+                          int64_t N, int64_t K, bool acc);
+
 struct Kernels {
   const char* name;
   GemmFn gemm_f32;
@@ -25,6 +31,7 @@ struct Kernels {
   void (*scale)(float a, float* y, int64_t n);                         // y *= a
   void (*to_f32)(const void* src, DType dtype, float* dst, int64_t n);  // f32/bf16/f16 -> f32
   void (*from_f32)(const float* src, DType dtype, void* dst, int64_t n);  // f32 -> f32/bf16/f16 (RNE)
+  GemmNnFn gemm_nn;
 
   GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
 };

@@ -1,6 +1,7 @@
 // AVX2 + FMA + F16C variants of the CPU kernels. Compiled for plain x86-64: every function carries a target
 // attribute and is only called after a runtime CPU check (cpu_supports_avx2_fma_f16c).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -162,6 +163,54 @@ NINFER_AVX2 void gemm_avx2(const float* x, int64_t xs, int rows, const void* wv,
   }
 }
 
+// C tile of MR rows x 8·NV columns (NV = 1 or 2 vectors) for gemm_nn: per k one broadcast of a[m][k] against
+// NV vectors of B's row k, MR·NV accumulators (6 x 16 is 12 of the 16 ymm registers).
+template <int MR, int NV>
+NINFER_AVX2 void gemm_nn_tile(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t K,
+                              bool acc) {
+  __m256 t[MR][NV];
+  for (int m = 0; m < MR; ++m)
+    for (int v = 0; v < NV; ++v) t[m][v] = acc ? _mm256_loadu_ps(c + m * cs + 8 * v) : _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + k * bs + 8 * v);
+    for (int m = 0; m < MR; ++m) {
+      const __m256 av = _mm256_broadcast_ss(a + m * as + k);
+      for (int v = 0; v < NV; ++v) t[m][v] = _mm256_fmadd_ps(av, bv[v], t[m][v]);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(c + m * cs + 8 * v, t[m][v]);
+}
+
+template <int MR>
+NINFER_AVX2 void gemm_nn_rows(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t N,
+                              int64_t K, bool acc) {
+  int64_t n = 0;
+  for (; n + 16 <= N; n += 16) gemm_nn_tile<MR, 2>(a, as, b + n, bs, c + n, cs, K, acc);
+  for (; n + 8 <= N; n += 8) gemm_nn_tile<MR, 1>(a, as, b + n, bs, c + n, cs, K, acc);
+  for (; n < N; ++n)  // the last N % 8 columns, k order as the tiles
+    for (int m = 0; m < MR; ++m) {
+      float s = acc ? c[m * cs + n] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) s = std::fma(a[m * as + k], b[k * bs + n], s);
+      c[m * cs + n] = s;
+    }
+}
+
+NINFER_AVX2 void gemm_nn_avx2(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t M,
+                              int64_t N, int64_t K, bool acc) {
+  int64_t m = 0;
+  for (; m + 6 <= M; m += 6) gemm_nn_rows<6>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc);
+  switch (M - m) {
+    case 5: gemm_nn_rows<5>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 4: gemm_nn_rows<4>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 3: gemm_nn_rows<3>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 2: gemm_nn_rows<2>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 1: gemm_nn_rows<1>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    default: break;
+  }
+}
+
 NINFER_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
   return simd::dot(a, b, n, simd::load8_f32, simd::scalar_f32);
 }
@@ -228,7 +277,7 @@ bool cpu_supports_avx2_fma_f16c() {
 const Kernels* avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();
   static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
-                         axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2};
+                         axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2,   gemm_nn_avx2};
   return ok ? &k : nullptr;
 }
 

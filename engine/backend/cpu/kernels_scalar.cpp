@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "engine/backend/cpu/kernels.h"
@@ -63,6 +64,15 @@ void from_f32_scalar(const float* src, DType dtype, void* dst, int64_t n) {
   }
 }
 
+void gemm_nn_scalar(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t M, int64_t N,
+                    int64_t K, bool acc) {
+  for (int64_t m = 0; m < M; ++m) {
+    float* cm = c + m * cs;
+    if (!acc) std::fill(cm, cm + N, 0.0f);
+    for (int64_t k = 0; k < K; ++k) axpy_scalar(a[m * as + k], b + k * bs, cm, N);
+  }
+}
+
 }  // namespace
 
 GemmFn Kernels::gemm(DType w) const {
@@ -76,7 +86,8 @@ GemmFn Kernels::gemm(DType w) const {
 
 const Kernels& scalar_kernels() {
   static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
-                         axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar};
+                         axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar,
+                         gemm_nn_scalar};
   return k;
 }
 
