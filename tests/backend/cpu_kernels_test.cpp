@@ -1,6 +1,9 @@
-// The CPU kernel table's small row-major product gemm_nn (the chunked delta rule's building block): every variant
-// against a double-precision reference on odd shapes (column tails of 1..7, rows not a multiple of the 6-row tile,
-// strided operands, accumulate or overwrite), and nothing written outside the output block.
+// The CPU kernel table's small row-major product gemm_nn (the chunked delta rule's and attention's building block):
+// every variant against a double-precision reference on odd shapes (column tails of 1..7, rows not a multiple of the
+// 6-row tile, strided operands, accumulate or overwrite), and nothing written outside the output block. exp_shift
+// (attention's softmax step) against std::exp: values, sum, underflow and NaN.
+#include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -50,6 +53,39 @@ TEST(CpuKernels, GemmNnMatchesDoubleReference) {
                     << kr->name << " wrote past column " << N;
             }
           }
+  }
+}
+
+TEST(CpuKernels, ExpShiftMatchesStdExp) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> U(-90.0f, 0.0f);
+  std::vector<float> x(1003);
+  for (float& v : x) v = U(rng);
+  x[0] = 0.0f, x[1] = -87.0f, x[2] = -88.0f, x[3] = -std::numeric_limits<float>::infinity(), x[4] = -1e-30f;
+  for (size_t i = 5; i < 200; ++i) x[i] = -static_cast<float>(i - 5) * 0.003f;  // the near-1 range softmax lives in
+  const float m = 0.5f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] += m;
+  for (const Kernels* kr : variants()) {
+    std::vector<float> p(x.size());
+    const float l = kr->exp_shift(x.data(), m, p.data(), static_cast<int64_t>(x.size()));
+    double want_sum = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::exp(double(x[i]) - double(m));  // x − m as the kernel rounds it
+      const double xm = double(x[i] - m);
+      want_sum += want;
+      if (xm < -87.3) {  // flushed to 0 or a denormal/tiny std::exp value
+        ASSERT_LE(p[i], 1.2e-38f) << kr->name << " x " << xm;
+        continue;
+      }
+      ASSERT_NEAR(p[i], std::exp(xm), 4e-7 * std::exp(xm)) << kr->name << " x " << xm;
+    }
+    EXPECT_NEAR(l, want_sum, 1e-5 * want_sum) << kr->name;
+    std::vector<float> nan(9, -1.0f);
+    nan[3] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> pn(nan.size());
+    EXPECT_TRUE(std::isnan(kr->exp_shift(nan.data(), 0.0f, pn.data(), 9))) << kr->name;
+    EXPECT_TRUE(std::isnan(pn[3])) << kr->name;
+    EXPECT_FLOAT_EQ(pn[2], std::exp(-1.0f)) << kr->name;
   }
 }
 

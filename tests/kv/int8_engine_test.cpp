@@ -39,6 +39,12 @@ double top1_agreement(std::span<const float> a, std::span<const float> b, int64_
   return static_cast<double>(same) / static_cast<double>(rows);
 }
 
+// Chunked and whole prefill run different forms of some ops (the delta rule's recurrent and chunked forms, other row
+// blocks), which agree to ~1e-6 in f32; an int8 cache rounds K and V to codes, and a value that lands by a rounding
+// boundary flips one code, which moves the logits by ~1e-5. The bound allows a few flips; a chunking bug (a lost or
+// repeated token, a wrong position) moves them by the int8 error itself, ~1e-2, or more.
+constexpr double kInt8ChunkingTolerance = 5e-5;
+
 class Int8KvModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Int8KvModel, ChunkedPrefillEqualsUnchunked) {
@@ -50,7 +56,7 @@ TEST_P(Int8KvModel, ChunkedPrefillEqualsUnchunked) {
   const auto whole = prefill_all(m, tokens, 1, 1 << 20);
   for (int64_t chunk : {1, 7, 16, 17, 64, 100}) {
     const auto got = prefill_all(m, tokens, 2, chunk);
-    EXPECT_LE(testing::rel_err(got, whole), 1e-5) << "chunk " << chunk;
+    EXPECT_LE(testing::rel_err(got, whole), kInt8ChunkingTolerance) << "chunk " << chunk;
   }
   // Against transformers' f32 logits: the int8 rounding of K and V, nothing more.
   const double err = testing::rel_err(whole, f32_logits);
@@ -66,7 +72,8 @@ TEST(Int8KvTiny, ChunkedPrefillEqualsUnchunkedOnTheDefaultModel) {
   std::vector<int32_t> tokens;
   for (int i = 0; i < 150; ++i) tokens.push_back(static_cast<int32_t>((i * 2654435761u) % 8000));
   const auto whole = prefill_all(m, tokens, 1, 1 << 20);
-  for (int64_t chunk : {1, 16, 33}) EXPECT_LE(testing::rel_err(prefill_all(m, tokens, 2, chunk), whole), 1e-5) << chunk;
+  for (int64_t chunk : {1, 16, 33})
+    EXPECT_LE(testing::rel_err(prefill_all(m, tokens, 2, chunk), whole), kInt8ChunkingTolerance) << chunk;
 }
 
 using testing::Collector;

@@ -86,13 +86,13 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
     const int64_t base_pos = kv.seq_len[static_cast<size_t>(s)] - n_new - kv.q_start[static_cast<size_t>(s)];
     const int64_t last_pos = base_pos + r1 - 1;  // the last row attends to [0, last_pos]
     const int64_t nacc = nr * G;
-    float* mem = scratch(thread, static_cast<size_t>(2 * bs * hd + nacc * (hd + 2) + bs));
+    float* mem = scratch(thread, static_cast<size_t>(2 * bs * hd + nacc * (hd + 2) + nacc * bs));
     float* kbuf = mem;
     float* vbuf = kbuf + bs * hd;
     float* acc = vbuf + bs * hd;
     float* mx = acc + nacc * hd;
     float* sum = mx + nacc;
-    float* sc = sum + nacc;
+    float* P = sum + nacc;  // [nacc, bs] this block's scores, then probabilities (0 past a row's last key)
     std::fill(acc, acc + nacc * hd, 0.0f);
     std::fill(mx, mx + nacc, -std::numeric_limits<float>::infinity());
     std::fill(sum, sum + nacc, 0.0f);
@@ -127,12 +127,16 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
         vb = vbuf;
         kstride = vstride = hd;
       }
+      // Online softmax per query row: its scores over this block, the running max and the rescale of what it has
+      // summed so far, then exp(score − max) in place.
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t pos = base_pos + r;
         const int64_t nvalid = std::min(nk, pos + 1 - b * bs);
-        if (nvalid <= 0) continue;
         for (int64_t g = 0; g < G; ++g) {
           const int64_t a = (r - r0) * G + g;
+          float* sc = P + a * bs;
+          std::fill(sc + std::max<int64_t>(nvalid, 0), sc + nk, 0.0f);
+          if (nvalid <= 0) continue;
           const float* qv = static_cast<const float*>(q.at(r, kh * G + g));
           float bmax = -std::numeric_limits<float>::infinity();
           for (int64_t j = 0; j < nvalid; ++j) {
@@ -144,17 +148,14 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
           const float corr = std::exp(mx[a] - m_new);  // exp(-inf) = 0 on the first block
           float* ac = acc + a * hd;
           if (corr != 1.0f) k_->scale(corr, ac, hd);
-          float l = sum[a] * corr;
-          for (int64_t j = 0; j < nvalid; ++j) {
-            const float p = std::exp(sc[j] - m_new);
-            l += p;
-            if (i8) ik.axpy(p * vs[j * vss], vq + j * vstride, ac, hd);
-            else k_->axpy(p, vb + j * vstride, ac, hd);
-          }
-          sum[a] = l;
+          sum[a] = sum[a] * corr + k_->exp_shift(sc, m_new, sc, nvalid);
           mx[a] = m_new;
+          if (i8)
+            for (int64_t j = 0; j < nvalid; ++j) ik.axpy(sc[j] * vs[j * vss], vq + j * vstride, ac, hd);
         }
       }
+      // acc += P V for the whole row block at once (each output still sums its keys in order)
+      if (!i8) k_->gemm_nn(P, bs, vb, vstride, acc, hd, nacc, hd, nk, true);
     }
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t g = 0; g < G; ++g) {

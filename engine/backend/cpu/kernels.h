@@ -32,6 +32,9 @@ struct Kernels {
   void (*to_f32)(const void* src, DType dtype, float* dst, int64_t n);  // f32/bf16/f16 -> f32
   void (*from_f32)(const float* src, DType dtype, void* dst, int64_t n);  // f32 -> f32/bf16/f16 (RNE)
   GemmNnFn gemm_nn;
+  // p[i] = exp(x[i] − m) for i < n (p may be x), returns Σ p. The softmax step of attention: x ≤ m, so every
+  // p is in [0, 1]. The AVX2 variant is a polynomial exp within a few ulp of std::exp (tests/backend/cpu_kernels_test.cpp).
+  float (*exp_shift)(const float* x, float m, float* p, int64_t n);
 
   GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
 };

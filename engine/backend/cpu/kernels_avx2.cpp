@@ -211,6 +211,44 @@ NINFER_AVX2 void gemm_nn_avx2(const float* a, int64_t as, const float* b, int64_
   }
 }
 
+// exp(x) for x ≤ 0 (below −87.3 it flushes to 0): x = k·ln2 + r with |r| ≤ ln2/2 (ln2 split in two for an exact
+// reduction), exp(r) by its degree-7 Taylor polynomial (truncation < 1e-8 relative on [−ln2/2, ln2/2]), times 2^k
+// built in the exponent bits.
+NINFER_AVX2 inline __m256 exp_nonpositive(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3f);
+  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_max_ps(lo, x);  // (max returns its second operand when one is NaN: a NaN stays NaN)
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 y = _mm256_set1_ps(1.0f / 5040.0f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 720.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 120.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 24.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 6.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.5f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(underflow, y);
+}
+
+NINFER_AVX2 float exp_shift_avx2(const float* x, float m, float* p, int64_t n) {
+  const __m256 mv = _mm256_set1_ps(m);
+  __m256 l = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+    _mm256_storeu_ps(p + i, e);
+    l = _mm256_add_ps(l, e);
+  }
+  float s = simd::hsum(l);
+  for (; i < n; ++i) s += (p[i] = std::exp(x[i] - m));
+  return s;
+}
+
 NINFER_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
   return simd::dot(a, b, n, simd::load8_f32, simd::scalar_f32);
 }
@@ -277,7 +315,8 @@ bool cpu_supports_avx2_fma_f16c() {
 const Kernels* avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();
   static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
-                         axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2,   gemm_nn_avx2};
+                         axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2,   gemm_nn_avx2,
+                         exp_shift_avx2};
   return ok ? &k : nullptr;
 }
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/backend/cpu/kernels.h"
@@ -73,6 +74,12 @@ void gemm_nn_scalar(const float* a, int64_t as, const float* b, int64_t bs, floa
   }
 }
 
+float exp_shift_scalar(const float* x, float m, float* p, int64_t n) {
+  float l = 0.0f;
+  for (int64_t i = 0; i < n; ++i) l += (p[i] = std::exp(x[i] - m));
+  return l;
+}
+
 }  // namespace
 
 GemmFn Kernels::gemm(DType w) const {
@@ -87,7 +94,7 @@ GemmFn Kernels::gemm(DType w) const {
 const Kernels& scalar_kernels() {
   static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
                          axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar,
-                         gemm_nn_scalar};
+                         gemm_nn_scalar, exp_shift_scalar};
   return k;
 }
 
