@@ -93,6 +93,8 @@ std::shared_ptr<constrain::CompiledGrammar> StructuredOutput::compiled(const std
     spdlog::info("structured output: {} tokens sorted for grammar masks", vocab_->sorted().size());
   }
   auto g = std::make_shared<constrain::CompiledGrammar>(make(), vocab_);
+  // Its token masks are computed on a worker; the engine schedules the requests that use it once they are done.
+  g->precompute_async(key.size() > 80 ? key.substr(0, 77) + "..." : key);
   grammars_.emplace_front(key, g);
   if (grammars_.size() > kMaxGrammars) grammars_.pop_back();
   return g;

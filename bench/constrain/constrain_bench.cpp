@@ -1,12 +1,16 @@
 // ninfer-bench-constrain: what structured output costs per token. The grammar's mask time per output token, cold
-// (first use of a schema: vocabulary walks) and warm (cached states), on ninfer-tiny inside the engine against its
-// plain decode step, and on a 248k-token vocabulary (the Qwen3.5 tokenizer) along random constrained outputs.
+// (first use of a schema) and warm (cached states), on ninfer-tiny inside the engine against its plain decode step,
+// and on a 248k-token vocabulary (the Qwen3.5 tokenizer) along random constrained outputs. Cold twice: with the
+// grammar's suffix masks precomputed on a worker first (as the server does; the worker's time is reported apart), and
+// without (every vocabulary walk inside the step, as before the worker existed).
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
 #include <cstdio>
+#include <functional>
 #include <random>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -35,6 +39,7 @@ const char* kSchema =
 class TimedConstraint final : public LogitConstraint {
  public:
   TimedConstraint(std::shared_ptr<LogitConstraint> inner, double* seconds) : inner_(std::move(inner)), seconds_(seconds) {}
+  bool ready() const override { return inner_->ready(); }
   void mask(std::span<float> logits) override { time([&] { inner_->mask(logits); }); }
   void accept(int32_t id) override { time([&] { inner_->accept(id); }); }
 
@@ -54,13 +59,28 @@ struct Row {
   double step_ms = 0;      // decode step (engine timings)
   double mask_us = 0;      // grammar time per output token
   int64_t tokens = 0;
-  size_t walks = 0, misses = 0;  // vocabulary walks and state-cache misses during the row
+  size_t walks = 0, misses = 0;  // vocabulary walks in the step and state-cache misses during the row
+  double worker_ms = -1;         // the grammar's precomputation on the worker (-1: none)
 };
+
+// A grammar of `schema` over `vocab`; `precompute`: its masks computed on the worker (started, not waited for).
+std::shared_ptr<constrain::CompiledGrammar> grammar_of(const constrain::Grammar& g,
+                                                       std::shared_ptr<const constrain::TokenVocabulary> vocab,
+                                                       bool precompute) {
+  auto cg = std::make_shared<constrain::CompiledGrammar>(g, std::move(vocab));
+  if (precompute) cg->precompute_async("bench");
+  return cg;
+}
+
+void wait_ready(const constrain::CompiledGrammar& g) {
+  while (!g.ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 
 Row engine_row(Engine& engine, const std::string& label, const std::vector<std::vector<int32_t>>& prompts, int tokens,
                const std::shared_ptr<constrain::CompiledGrammar>& grammar, int32_t end_id) {
   Row row{label};
-  const size_t walks0 = grammar ? grammar->masks().walks() : 0, misses0 = grammar ? grammar->masks().state_misses() : 0;
+  const size_t walks0 = grammar ? grammar->masks().runtime_walks() : 0,
+               misses0 = grammar ? grammar->masks().state_misses() : 0;
   double mask_s = 0, decode_s = 0;
   for (const auto& p : prompts) {
     EngineRequest r;
@@ -82,7 +102,11 @@ Row engine_row(Engine& engine, const std::string& label, const std::vector<std::
   const int64_t steps = row.tokens - static_cast<int64_t>(prompts.size());  // the first token of each comes from prefill
   row.step_ms = steps > 0 ? 1e3 * decode_s / static_cast<double>(steps) : 0;
   row.mask_us = row.tokens > 0 ? 1e6 * mask_s / static_cast<double>(row.tokens) : 0;
-  if (grammar) row.walks = grammar->masks().walks() - walks0, row.misses = grammar->masks().state_misses() - misses0;
+  if (grammar) {
+    row.walks = grammar->masks().runtime_walks() - walks0, row.misses = grammar->masks().state_misses() - misses0;
+    if (!grammar->ready()) throw std::runtime_error(label + ": a request ran before its grammar was ready");
+    if (grammar->precompute_stats().positions > 0) row.worker_ms = 1e3 * grammar->precompute_stats().seconds;
+  }
   return row;
 }
 
@@ -90,7 +114,9 @@ Row engine_row(Engine& engine, const std::string& label, const std::vector<std::
 Row walk_row(const std::string& label, const std::shared_ptr<constrain::CompiledGrammar>& g, int32_t end_id,
              int outputs, int max_tokens, size_t logit_width, uint32_t seed) {
   Row row{label};
-  const size_t walks0 = g->masks().walks(), misses0 = g->masks().state_misses();
+  wait_ready(*g);  // the server schedules a request once its grammar is ready
+  if (g->precompute_stats().positions > 0) row.worker_ms = 1e3 * g->precompute_stats().seconds;
+  const size_t walks0 = g->masks().runtime_walks(), misses0 = g->masks().state_misses();
   std::mt19937 rng(seed);
   std::vector<float> logits(logit_width);
   double mask_s = 0;
@@ -114,8 +140,18 @@ Row walk_row(const std::string& label, const std::shared_ptr<constrain::Compiled
     }
   }
   row.mask_us = 1e6 * mask_s / static_cast<double>(row.tokens);
-  row.walks = g->masks().walks() - walks0, row.misses = g->masks().state_misses() - misses0;
+  row.walks = g->masks().runtime_walks() - walks0, row.misses = g->masks().state_misses() - misses0;
   return row;
+}
+
+// Cold without the worker, cold with it, then warm (the precomputed grammar again).
+void three_rows(std::vector<Row>& rows, const std::string& label, const constrain::Grammar& g,
+                const std::shared_ptr<const constrain::TokenVocabulary>& vocab,
+                const std::function<Row(const std::string&, const std::shared_ptr<constrain::CompiledGrammar>&)>& run) {
+  rows.push_back(run(label + ", cold, walks in the step", grammar_of(g, vocab, false)));
+  auto pre = grammar_of(g, vocab, true);
+  rows.push_back(run(label + ", cold, precomputed", pre));
+  rows.push_back(run(label + ", warm", pre));
 }
 
 }  // namespace
@@ -146,13 +182,15 @@ int main(int argc, char** argv) {
     for (const char* p : {"Describe a person as JSON.", "Give me a record with name, age and tags.", "JSON please:"})
       prompts.push_back(tok.encode(p));
     const auto schema = ojson::parse(kSchema);
+    const constrain::Grammar schema_grammar = constrain::JsonGrammar::from_schema(schema);
+    const constrain::Grammar object_grammar = constrain::JsonGrammar::any_object();
     auto tiny_vocab = constrain::TokenVocabulary::from_tokenizer(tok);
-    auto tiny_grammar = std::make_shared<constrain::CompiledGrammar>(constrain::JsonGrammar::from_schema(schema), tiny_vocab);
     engine_row(engine, "warm-up", prompts, 8, nullptr, end);
     std::vector<Row> rows;
     rows.push_back(engine_row(engine, "ninfer-tiny, plain", prompts, tokens, nullptr, end));
-    rows.push_back(engine_row(engine, "ninfer-tiny, json_schema, cold", prompts, tokens, tiny_grammar, end));
-    rows.push_back(engine_row(engine, "ninfer-tiny, json_schema, warm", prompts, tokens, tiny_grammar, end));
+    three_rows(rows, "ninfer-tiny, json_schema", schema_grammar, tiny_vocab, [&](const std::string& l, const auto& g) {
+      return engine_row(engine, l, prompts, tokens, g, end);
+    });
     const double step_ms = rows[0].step_ms;
 
     std::fprintf(stderr, "sorting the large vocabulary (%s)\n", big.c_str());
@@ -165,21 +203,22 @@ int main(int argc, char** argv) {
     const double sort_ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
     const int32_t big_end = big_tok.require_token_id("<|im_end|>");
     const size_t width = 248320;  // the Qwen3.5 checkpoints' padded vocab_size
-    auto big_schema = std::make_shared<constrain::CompiledGrammar>(constrain::JsonGrammar::from_schema(schema), big_vocab);
-    auto big_object = std::make_shared<constrain::CompiledGrammar>(constrain::JsonGrammar::any_object(), big_vocab);
-    rows.push_back(walk_row("248k vocab, json_schema, cold", big_schema, big_end, walks, tokens, width, 1));
-    rows.push_back(walk_row("248k vocab, json_schema, warm", big_schema, big_end, walks, tokens, width, 1));
-    rows.push_back(walk_row("248k vocab, json_object, cold", big_object, big_end, walks, tokens, width, 2));
-    rows.push_back(walk_row("248k vocab, json_object, warm", big_object, big_end, walks, tokens, width, 2));
+    three_rows(rows, "248k vocab, json_schema", schema_grammar, big_vocab, [&](const std::string& l, const auto& g) {
+      return walk_row(l, g, big_end, walks, tokens, width, 1);
+    });
+    three_rows(rows, "248k vocab, json_object", object_grammar, big_vocab, [&](const std::string& l, const auto& g) {
+      return walk_row(l, g, big_end, walks, tokens, width, 2);
+    });
 
     fmt::print("model {} (vocab {}), {} threads, {} prompts × ≤ {} tokens; large vocabulary {} tokens ({} eligible, "
                "sorted in {:.0f} ms), logits rows of {}\n\n",
                a.path(), c.vocab_size, threads, prompts.size(), tokens, big_vocab->size(), big_vocab->sorted().size(),
                sort_ms, width);
-    fmt::print("| case | output tokens | vocabulary walks | state-cache misses | decode step ms | grammar µs / token | "
-               "grammar / plain step |\n|---|---|---|---|---|---|---|\n");
+    fmt::print("| case | worker precompute ms | output tokens | vocabulary walks in steps | state-cache misses | "
+               "decode step ms | grammar µs / token | grammar / plain step |\n|---|---|---|---|---|---|---|---|\n");
     for (const Row& r : rows)
-      fmt::print("| {} | {} | {} | {} | {} | {:.1f} | {:.1f}% |\n", r.label, r.tokens, r.walks, r.misses,
+      fmt::print("| {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f}% |\n", r.label,
+                 r.worker_ms >= 0 ? fmt::format("{:.0f}", r.worker_ms) : "–", r.tokens, r.walks, r.misses,
                  r.step_ms > 0 ? fmt::format("{:.2f}", r.step_ms) : "–", r.mask_us,
                  step_ms > 0 ? 100.0 * r.mask_us / (1e3 * step_ms) : 0.0);
   } catch (const std::exception& e) {

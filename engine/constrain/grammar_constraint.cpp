@@ -2,11 +2,46 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <limits>
+
+#include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
 
 namespace ninfer::constrain {
+
+void CompiledGrammar::precompute_async(std::string name) {
+  std::lock_guard lock(mu_);
+  if (started_) return;
+  started_ = true;
+  ready_.store(false, std::memory_order_release);
+  worker_ = std::jthread([this, name = std::move(name)](std::stop_token stop) {
+    const auto t0 = std::chrono::steady_clock::now();
+    PrecomputeStats st;
+    try {
+      st = masks_.precompute(stop);
+    } catch (const std::exception& e) {
+      // The same error comes back to the request when its masks are computed at run time; nothing is lost.
+      spdlog::warn("grammar {}: precomputing its token masks failed ({}); they are computed as they are needed", name,
+                   e.what());
+    }
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    {
+      std::lock_guard lock(mu_);
+      stats_ = st;
+    }
+    spdlog::info("grammar {}: {} token-mask walks over {} positions in {:.0f} ms{}{}", name, st.walks, st.positions,
+                 1e3 * st.seconds, st.left_to_runtime ? fmt::format(" ({} positions left to run time)", st.left_to_runtime) : "",
+                 st.stopped ? " (stopped)" : "");
+    ready_.store(true, std::memory_order_release);
+  });
+}
+
+PrecomputeStats CompiledGrammar::precompute_stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
 
 GrammarConstraint::GrammarConstraint(std::shared_ptr<CompiledGrammar> grammar, GrammarConstraintOptions options)
     : grammar_(std::move(grammar)),
@@ -88,20 +123,29 @@ void GrammarConstraint::mask(std::span<float> logits) {
     mask_before_start(logits);
     return;
   }
-  const TokenBits& ok = allowed();
+  if (!apply_token_mask(allowed(), logits))
+    fail(ErrorKind::kInternal, "the output grammar allows no token at all after this output");
+}
+
+bool apply_token_mask(const TokenBits& allowed, std::span<float> logits) {
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
-  bool any = false;
-  const size_t words = ok.words.size();
+  float* x = logits.data();
+  const size_t n = logits.size();
+  const size_t words = std::min(allowed.words.size(), (n + 63) / 64);
+  uint64_t any = 0;
   for (size_t w = 0; w < words; ++w) {
-    const uint64_t bits = ok.words[w];
-    any = any || bits != 0;
+    const uint64_t bits = allowed.words[w];
+    any |= bits;
     if (bits == ~uint64_t{0}) continue;
-    const size_t end = std::min(logits.size(), (w + 1) * 64);
-    for (size_t id = w * 64; id < end; ++id)
-      if (!((bits >> (id & 63)) & 1)) logits[id] = kMasked;
+    const size_t base = w * 64, len = std::min<size_t>(64, n - base);
+    if (bits == 0) {
+      std::fill(x + base, x + base + len, kMasked);
+      continue;
+    }
+    for (size_t i = 0; i < len; ++i) x[base + i] = ((bits >> i) & 1) ? x[base + i] : kMasked;
   }
-  for (size_t id = words * 64; id < logits.size(); ++id) logits[id] = kMasked;  // ids past the tokenizer's
-  if (!any) fail(ErrorKind::kInternal, "the output grammar allows no token at all after this output");
+  if (words * 64 < n) std::fill(x + words * 64, x + n, kMasked);  // ids past the tokenizer's
+  return any != 0;
 }
 
 void GrammarConstraint::accept(int32_t id) {

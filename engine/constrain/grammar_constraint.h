@@ -2,9 +2,12 @@
 // masks over one vocabulary) and the per-request LogitConstraint that walks it token by token.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/constrain/logit_constraint.h"
@@ -13,6 +16,11 @@
 namespace ninfer::constrain {
 
 // A grammar with its mask cache. Shared by every request that uses the same grammar; thread-safe.
+//
+// precompute_async() computes the suffix masks of the whole grammar on a worker thread (GrammarMasks::precompute);
+// until it is done ready() is false, and the engine does not schedule a request whose constraint is not ready, so the
+// walks never run inside a batch step. Masks asked for before then are still right (allowed() computes what is
+// missing itself). Destroying the grammar stops the worker after its current walk and joins it.
 class CompiledGrammar {
  public:
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab)
@@ -24,10 +32,22 @@ class CompiledGrammar {
   const TokenVocabulary& vocab() const { return *vocab_; }
   GrammarMasks& masks() { return masks_; }
 
+  // Starts the worker (once; later calls do nothing). `name` labels its log lines (the schema / tool set).
+  void precompute_async(std::string name);
+  // Whether no precomputation is running (done, failed, or never asked for).
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  // What the worker did and how long it took, once ready() (zeros before).
+  PrecomputeStats precompute_stats() const;
+
  private:
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   GrammarMasks masks_;
+  std::atomic<bool> ready_{true};
+  mutable std::mutex mu_;
+  bool started_ = false;       // guarded by mu_
+  PrecomputeStats stats_;      // guarded by mu_
+  std::jthread worker_;        // last: stopped and joined before the rest is destroyed
 };
 
 // The margin near an output limit inside which GrammarConstraint checks every allowed token against the tokens left:
@@ -51,6 +71,7 @@ class GrammarConstraint final : public LogitConstraint {
   // (in bytes: one token covers at least one byte) and the end token still fit are allowed. Before the grammar starts
   // (reasoning), end tokens are ruled out, and near the limit the start token (</think>) is forced.
   void start(int64_t max_output_tokens) override { limit_ = max_output_tokens; }
+  bool ready() const override { return grammar_->ready(); }
   void mask(std::span<float> logits) override;
   void accept(int32_t id) override;
 
@@ -72,5 +93,10 @@ class GrammarConstraint final : public LogitConstraint {
   StackSet state_, next_, scratch_;
   TokenBits allowed_;
 };
+
+// Sets logits[id] to -inf for every id not in `allowed` (and every id past its size); returns whether any is allowed.
+// One pass over whole 64-token words: a word allowing nothing is filled, one allowing all is skipped, the rest are
+// selected branch-free.
+bool apply_token_mask(const TokenBits& allowed, std::span<float> logits);
 
 }  // namespace ninfer::constrain

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
+#include <set>
 
 #include "engine/core/error.h"
 
@@ -54,11 +56,125 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(const Tok
   return std::make_shared<const TokenVocabulary>(std::move(bytes), eligible);
 }
 
-GrammarMasks::GrammarMasks(const Grammar& grammar, const TokenVocabulary& vocab) : matcher_(grammar), vocab_(vocab) {}
+GrammarMasks::GrammarMasks(const Grammar& grammar, const TokenVocabulary& vocab) : matcher_(grammar), vocab_(vocab) {
+  index_grammar();
+}
+
+// A frame of rule B sits on the return position p + 1 of every reference p to B that is not last in its alternative;
+// a reference that is last (a tail call: no return frame) puts B's frame where its own rule's frame was.
+void GrammarMasks::index_grammar() {
+  const Grammar& g = matcher_.grammar();
+  const auto& el = g.elements();
+  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  rule_of_.assign(el.size(), kNone);
+  for (uint32_t r = 0; r < g.rule_count(); ++r)
+    for (uint32_t alt : g.alternatives(r))
+      for (uint32_t p = alt; p < el.size(); ++p) {
+        rule_of_[p] = r;
+        if (el[p].kind == Element::Kind::kEnd) break;
+      }
+  std::vector<std::set<uint32_t>> below(g.rule_count());
+  std::vector<std::pair<uint32_t, uint32_t>> tails;  // (caller rule, callee rule)
+  for (uint32_t p = 0; p + 1 < el.size(); ++p) {
+    if (el[p].kind != Element::Kind::kRef) continue;
+    if (rule_of_[p] == kNone)
+      fail(ErrorKind::kInternal, "grammar masks: element {} (a reference to rule {}) belongs to no rule", p, el[p].arg);
+    if (el[p + 1].kind == Element::Kind::kEnd) tails.emplace_back(rule_of_[p], el[p].arg);
+    else below[el[p].arg].insert(p + 1);
+  }
+  bottom_.assign(g.rule_count(), false);
+  bottom_[g.root()] = true;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [caller, callee] : tails) {
+      const size_t before = below[callee].size();
+      below[callee].insert(below[caller].begin(), below[caller].end());
+      changed = changed || below[callee].size() != before;
+      if (bottom_[caller] && !bottom_[callee]) bottom_[callee] = true, changed = true;
+    }
+  }
+  below_.assign(g.rule_count(), {});
+  for (size_t r = 0; r < below.size(); ++r) below_[r].assign(below[r].begin(), below[r].end());
+}
+
+std::vector<std::vector<uint32_t>> GrammarMasks::suffixes_of(uint32_t top, size_t frames, size_t limit) const {
+  std::vector<std::vector<uint32_t>> out;
+  std::vector<uint32_t> chain{top};  // top first
+  auto emit = [&] { out.emplace_back(chain.rbegin(), chain.rend()); };
+  auto down = [&](auto& self) -> bool {
+    if (chain.size() == frames) {
+      emit();
+      return out.size() <= limit;
+    }
+    const uint32_t r = rule_of_[chain.back()];
+    if (bottom_[r]) emit();  // a whole stack of fewer frames
+    for (uint32_t q : below_[r]) {
+      chain.push_back(q);
+      if (!self(self)) return false;
+      chain.pop_back();
+    }
+    return out.size() <= limit;
+  };
+  if (!down(down)) out.clear();
+  return out;
+}
+
+PrecomputeStats GrammarMasks::precompute(std::stop_token stop) {
+  PrecomputeStats st;
+  const auto& el = matcher_.grammar().elements();
+  for (uint32_t top = 0; top < el.size(); ++top) {
+    if (el[top].kind != Element::Kind::kBytes) continue;
+    ++st.positions;
+    size_t frames = 1;
+    for (;;) {
+      const std::vector<std::vector<uint32_t>> keys = suffixes_of(top, frames, kMaxSuffixesPerTop);
+      if (keys.empty()) {  // too many suffixes (or none can occur): run time keys what occurs
+        ++st.left_to_runtime;
+        break;
+      }
+      bool deeper = false;
+      for (const std::vector<uint32_t>& key : keys) {
+        if (stop.stop_requested()) {
+          st.stopped = true;
+          return st;
+        }
+        const SuffixMask* m = nullptr;
+        {
+          std::lock_guard lock(mu_);
+          if (auto it = suffixes_.find(key); it != suffixes_.end()) m = &it->second;
+        }
+        if (!m) {
+          SuffixMask sm = compute(key);  // the walk, without the lock: allowed() goes on meanwhile
+          ++st.walks;
+          std::lock_guard lock(mu_);
+          m = &suffixes_.emplace(key, std::move(sm)).first->second;  // map nodes stay put; masks are never changed
+        }
+        if (m->dependent.size() > kMaxDependent && key.size() == frames && !below_[rule_of_[key.front()]].empty())
+          deeper = true;
+      }
+      {
+        std::lock_guard lock(mu_);
+        size_t& f = suffix_len_.try_emplace(top, 1).first->second;
+        f = std::max(f, frames);
+      }
+      if (!deeper) break;
+      if (frames * 2 > kMaxSuffixFrames) {
+        ++st.left_to_runtime;
+        break;
+      }
+      frames *= 2;
+    }
+  }
+  return st;
+}
 
 size_t GrammarMasks::walks() const {
   std::lock_guard lock(mu_);
   return suffixes_.size();
+}
+size_t GrammarMasks::runtime_walks() const {
+  std::lock_guard lock(mu_);
+  return runtime_walks_;
 }
 size_t GrammarMasks::state_hits() const {
   std::lock_guard lock(mu_);
@@ -120,6 +236,7 @@ const SuffixMask& GrammarMasks::suffix_mask(std::span<const uint32_t> stack) {
     auto it = suffixes_.find(key);
     if (it == suffixes_.end()) {
       SuffixMask m = compute(key);
+      ++runtime_walks_;
       it = suffixes_.emplace(std::move(key), std::move(m)).first;
     }
     if (it->second.dependent.size() <= kMaxDependent || len == stack.size()) return it->second;
@@ -138,9 +255,36 @@ void GrammarMasks::build(const StackSet& state, TokenBits& out) {
     if (frames == stack.size()) return;  // the whole stack: a token that finishes it and goes on is no sentence
     single.data.assign(1, static_cast<uint32_t>(stack.size()));
     single.data.insert(single.data.end(), stack.begin(), stack.end());
-    for (int32_t id : m.dependent)
-      if (!out.test(id) && matcher_.accepts(single, vocab_.bytes(id))) out.set(id);
+    check_sorted(single, m.dependent, out);
   });
+}
+
+void GrammarMasks::check_sorted(const StackSet& from, const std::vector<int32_t>& ids, TokenBits& out) const {
+  thread_local std::vector<StackSet> ds;  // ds[d]: the stacks after the first d bytes of the last token checked
+  ds.resize(std::max<size_t>(ds.size(), 1));
+  ds[0] = from;
+  const std::string* prev = nullptr;
+  size_t good = 0;  // ds[0..good] are valid for prev's prefix
+  for (int32_t id : ids) {
+    if (out.test(id)) continue;  // another stack accepts it already
+    const std::string& t = vocab_.bytes(id);
+    size_t k = 0;
+    if (prev) {
+      const size_t n = std::min({good, t.size(), prev->size()});
+      while (k < n && (*prev)[k] == t[k]) ++k;
+    }
+    bool ok = true;
+    for (; k < t.size(); ++k) {
+      if (ds.size() < k + 2) ds.resize(k + 2);
+      if (!matcher_.advance(ds[k], static_cast<uint8_t>(t[k]), ds[k + 1])) {
+        ok = false;
+        break;
+      }
+    }
+    prev = &t;
+    good = k;
+    if (ok) out.set(id);
+  }
 }
 
 void GrammarMasks::allowed(const StackSet& state, TokenBits& out) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,6 +64,16 @@ struct SuffixMask {
   std::vector<int32_t> dependent;
 };
 
+// What precompute() did: suffix masks computed (vocabulary walks), keys left to run time (a position whose stack
+// suffixes are too many to enumerate), and whether it was stopped before the end.
+struct PrecomputeStats {
+  size_t walks = 0;
+  size_t positions = 0;  // byte-set positions (possible stack tops)
+  size_t left_to_runtime = 0;
+  bool stopped = false;
+  double seconds = 0;  // the worker's wall time (CompiledGrammar::precompute_async)
+};
+
 // Masks for one grammar over one vocabulary. Thread-safe.
 //
 // Two caches. The mask of a whole state (every stack) is kept, least recently used dropped: a string being written,
@@ -70,9 +81,16 @@ struct SuffixMask {
 // suffix masks: a suffix of one frame first; when more than kMaxDependent tokens depend on what lies below, that top
 // position is keyed by a longer suffix from then on (up to the whole stack, where nothing depends). Suffix masks are
 // shared by every state that ends in the same frames (all the string values of a schema share one).
+//
+// precompute() makes the suffix masks of every byte-set position ahead of time (meant for a worker thread): the
+// stack suffixes a position can have are enumerated from the grammar (the return positions of the rules that can
+// call its rule), with the same frame doubling as at run time, so that a state seen for the first time only merges
+// bitsets and checks its dependent tokens, without a vocabulary walk.
 class GrammarMasks {
  public:
   static constexpr size_t kMaxDependent = 2048;
+  static constexpr size_t kMaxSuffixFrames = 16;     // precompute() keys no position by more frames than this
+  static constexpr size_t kMaxSuffixesPerTop = 256;  // nor enumerates more suffixes of one top position
   static constexpr size_t kStateCacheSize = 256;  // 7.8 MB of masks at a 248k vocabulary
 
   GrammarMasks(const Grammar& grammar, const TokenVocabulary& vocab);
@@ -81,10 +99,16 @@ class GrammarMasks {
   // the state is complete). Replaces `out`.
   void allowed(const StackSet& state, TokenBits& out);
 
+  // Computes the suffix masks of every position's possible stack suffixes now (thread-safe against allowed(), which
+  // computes what is missing itself). Returns early, with stopped set, once `stop` is requested.
+  PrecomputeStats precompute(std::stop_token stop = {});
+
   const TokenVocabulary& vocab() const { return vocab_; }
   const GrammarMatcher& matcher() const { return matcher_; }
-  // For tests and stats: how many suffix masks were computed (full vocabulary walks), and state-cache hits / misses.
+  // For tests and stats: how many suffix masks were computed (full vocabulary walks) in all, how many of them inside
+  // allowed() (on the caller's thread: not precomputed), and state-cache hits / misses.
   size_t walks() const;
+  size_t runtime_walks() const;
   size_t state_hits() const;
   size_t state_misses() const;
 
@@ -92,6 +116,12 @@ class GrammarMasks {
   SuffixMask compute(std::span<const uint32_t> suffix) const;
   void build(const StackSet& state, TokenBits& out);
   const SuffixMask& suffix_mask(std::span<const uint32_t> stack);
+  // Sets in `out` the tokens of `ids` (in sorted vocabulary order) whose bytes `from` accepts; tokens sharing a
+  // prefix share the matcher's work on it.
+  void check_sorted(const StackSet& from, const std::vector<int32_t>& ids, TokenBits& out) const;
+  // The stack suffixes of `frames` frames (or whole stacks of fewer) that can have byte-set position `top` on top.
+  std::vector<std::vector<uint32_t>> suffixes_of(uint32_t top, size_t frames, size_t limit) const;
+  void index_grammar();
 
   GrammarMatcher matcher_;
   const TokenVocabulary& vocab_;
@@ -104,7 +134,13 @@ class GrammarMasks {
   };
   std::map<std::vector<uint32_t>, CachedState> states_;
   uint64_t clock_ = 0;
-  size_t hits_ = 0, misses_ = 0;
+  size_t hits_ = 0, misses_ = 0, runtime_walks_ = 0;
+  // The grammar's call structure, for precompute(): per position its rule; per rule the positions a frame of it can
+  // sit on (return positions of the references that reach it, through tail references too), and whether a frame of
+  // it can be a stack's bottom.
+  std::vector<uint32_t> rule_of_;
+  std::vector<std::vector<uint32_t>> below_;
+  std::vector<bool> bottom_;
 };
 
 }  // namespace ninfer::constrain

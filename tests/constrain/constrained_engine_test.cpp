@@ -3,7 +3,9 @@
 // that fails ends its request alone.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "engine/constrain/grammar_constraint.h"
 #include "engine/constrain/json_grammar.h"
@@ -286,6 +288,95 @@ TEST_F(Constrained, AFailingConstraintEndsOnlyItsRequest) {
   EXPECT_EQ(run.tokens[0].size(), 2u) << "two tokens went out before the third mask failed";
   EXPECT_EQ(run.results[1].reason, FinishReason::kEos);
   EXPECT_EQ(run.stats.kv_blocks_used, 0);
+}
+
+// Stands in for a constraint whose grammar is still compiling until open() is called; masks nothing.
+class GatedConstraint final : public LogitConstraint {
+ public:
+  bool ready() const override { return open_.load(); }
+  void mask(std::span<float>) override { masked_before_open_ = masked_before_open_ || !open_.load(); }
+  void accept(int32_t) override {}
+  void open() { open_.store(true); }
+  bool masked_before_open() const { return masked_before_open_; }
+
+ private:
+  std::atomic<bool> open_{false};
+  bool masked_before_open_ = false;
+};
+
+TEST_F(Constrained, ARequestWaitsUnscheduledWhileItsGrammarCompiles) {
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 2, .threads = 2};
+  Engine engine(*model->artifact, model->config, o);
+  const auto V = static_cast<int32_t>(model->config.vocab_size);
+  auto gate = std::make_shared<GatedConstraint>();
+  EngineRequest waiting;
+  waiting.prompt = random_prompt(9, V, 1);
+  waiting.sampling.greedy = true;
+  waiting.max_tokens = 6;
+  waiting.constraint = gate;
+  auto wc = std::make_shared<Collector>();
+  ASSERT_TRUE(engine.submit(waiting, wc).accepted());
+  // A plain request submitted after it runs to the end meanwhile: the batch does not wait for the grammar.
+  EngineRequest plain = waiting;
+  plain.constraint = nullptr;
+  plain.prompt = random_prompt(11, V, 2);
+  auto pc = std::make_shared<Collector>();
+  ASSERT_TRUE(engine.submit(plain, pc).accepted());
+  pc->wait();
+  EXPECT_EQ(pc->result.reason, FinishReason::kOutputLimit);
+  EXPECT_EQ(pc->tokens.size(), 6u);
+  EXPECT_FALSE(wc->done);
+  EXPECT_TRUE(wc->tokens.empty()) << "a request whose grammar is not ready was scheduled";
+  EXPECT_EQ(engine.stats().waiting, 1);
+  gate->open();
+  wc->wait();
+  EXPECT_EQ(wc->result.reason, FinishReason::kOutputLimit);
+  EXPECT_EQ(wc->tokens.size(), 6u);
+  EXPECT_FALSE(gate->masked_before_open());
+}
+
+TEST_F(Constrained, AWaitingRequestCanBeCancelled) {
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 2, .threads = 2};
+  auto gate = std::make_shared<GatedConstraint>();
+  auto wc = std::make_shared<Collector>();
+  {
+    Engine engine(*model->artifact, model->config, o);
+    EngineRequest r;
+    r.prompt = random_prompt(9, static_cast<int32_t>(model->config.vocab_size), 3);
+    r.max_tokens = 6;
+    r.constraint = gate;
+    const SubmitOutcome out = engine.submit(r, wc);
+    ASSERT_TRUE(out.accepted());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the engine loop polls it a few times
+    engine.cancel(out.id);
+    wc->wait(std::chrono::seconds(10));
+    EXPECT_EQ(wc->result.reason, FinishReason::kCancelled);
+    EXPECT_TRUE(wc->tokens.empty());
+    for (int i = 0; i < 1000 && engine.stats().waiting != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(engine.stats().waiting, 0);
+    EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+    // One still waiting when the engine stops ends as cancelled too.
+    auto second = std::make_shared<Collector>();
+    ASSERT_TRUE(engine.submit(r, second).accepted());
+    wc = second;
+  }
+  wc->wait(std::chrono::seconds(10));
+  EXPECT_EQ(wc->result.reason, FinishReason::kCancelled);
+}
+
+TEST_F(Constrained, GrammarsCompiledOnTheWorkerNeverWalkInTheStep) {
+  std::vector<std::shared_ptr<CompiledGrammar>> gs = grammars();
+  for (auto& g : gs) g->precompute_async("test");
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  const EngineRun run = run_engine(*model, o, requests(gs, true));  // submitted while the workers run
+  expect_sentences(run, gs);
+  for (size_t i = 0; i < gs.size(); ++i) {
+    EXPECT_TRUE(gs[i]->ready());
+    EXPECT_GT(gs[i]->precompute_stats().walks, 0u) << kSchemas[i];
+    EXPECT_EQ(gs[i]->precompute_stats().left_to_runtime, 0u) << kSchemas[i];
+    EXPECT_EQ(gs[i]->masks().runtime_walks(), 0u) << "a vocabulary walk ran inside a step: " << kSchemas[i];
+    EXPECT_GT(gs[i]->masks().state_misses(), 0u);
+  }
 }
 
 }  // namespace

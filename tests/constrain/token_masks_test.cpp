@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "engine/constrain/grammar_constraint.h"
 #include "engine/constrain/json_grammar.h"
@@ -50,6 +52,8 @@ TokenBits brute(const TokenVocabulary& vocab, const GrammarMatcher& m, const Sta
 }
 
 // Random constrained walks; at each step the constraint's mask must equal brute force. Returns the finished outputs.
+const Tokenizer& qwen35();
+
 std::vector<std::string> walks(const std::shared_ptr<CompiledGrammar>& cg, int32_t end_id, int count, uint32_t seed,
                                int max_steps) {
   std::mt19937 rng(seed);
@@ -111,6 +115,75 @@ TEST(TokenMasks, SyntheticVocabularyMatchesBruteForce) {
   }
 }
 
+// The same walks over masks precomputed from the grammar alone: every suffix a state meets was enumerated (no walk in
+// allowed()), and the masks still equal brute force.
+TEST(TokenMasks, PrecomputedSuffixMasksMatchBruteForceWithoutWalksInTheStep) {
+  const auto vocab = synthetic_vocab();
+  std::vector<Grammar> gs;
+  for (const char* text : kSchemas) gs.push_back(JsonGrammar::from_schema(ojson::parse(text)));
+  gs.push_back(JsonGrammar::any_object());
+  for (size_t i = 0; i < gs.size(); ++i) {
+    SCOPED_TRACE(i < std::size(kSchemas) ? kSchemas[i] : "json_object");
+    auto cg = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    const PrecomputeStats st = cg->masks().precompute();
+    EXPECT_FALSE(st.stopped);
+    EXPECT_EQ(st.left_to_runtime, 0u);
+    EXPECT_GT(st.walks, 0u);
+    EXPECT_EQ(cg->masks().walks(), st.walks);
+    const std::vector<std::string> outputs = walks(cg, kEnd, 12, 31, 80);
+    EXPECT_FALSE(outputs.empty());
+    for (const std::string& out : outputs) EXPECT_TRUE(nlohmann::json::accept(out)) << "not JSON: " << out;
+    EXPECT_EQ(cg->masks().runtime_walks(), 0u) << "a suffix the precomputation did not enumerate";
+  }
+}
+
+// A suffix keyed by more than one frame: a tiny vocabulary where every digit run depends on what follows the number,
+// so the integer's positions need their callers' frames (kMaxDependent is passed with long digit tokens).
+TEST(TokenMasks, PrecomputedDeeperSuffixesMatchBruteForce) {
+  std::vector<std::string> bytes{"<end>"};
+  std::vector<bool> eligible{false};
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b)), eligible.push_back(true);
+  std::mt19937 rng(5);
+  for (size_t i = 0; i < 3 * GrammarMasks::kMaxDependent; ++i) {
+    std::string t;
+    for (int k = 0, n = 2 + static_cast<int>(rng() % 4); k < n; ++k) t += static_cast<char>('0' + rng() % 10);
+    t += ",]}"[rng() % 3];
+    bytes.push_back(t), eligible.push_back(true);
+  }
+  auto vocab = std::make_shared<TokenVocabulary>(bytes, eligible);
+  const char* schema = R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}},"b":{"type":"integer"}},"required":["a","b"]})";
+  auto lazy = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(schema)), vocab);
+  auto pre = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(schema)), vocab);
+  const PrecomputeStats st = pre->masks().precompute();
+  EXPECT_EQ(st.left_to_runtime, 0u);
+  EXPECT_GT(st.walks, st.positions) << "some positions keyed by more than one frame";
+  walks(lazy, kEnd, 10, 3, 60);
+  EXPECT_GT(lazy->masks().runtime_walks(), 0u);
+  walks(pre, kEnd, 10, 3, 60);
+  EXPECT_EQ(pre->masks().runtime_walks(), 0u);
+}
+
+TEST(TokenMasks, TheWorkerPrecomputesAndStopsWhenTheGrammarGoes) {
+  const auto vocab = synthetic_vocab();
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[3])), vocab);
+  EXPECT_TRUE(cg->ready()) << "nothing asked yet";
+  cg->precompute_async("test");
+  cg->precompute_async("test");  // once
+  for (int i = 0; i < 20000 && !cg->ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(cg->ready());
+  EXPECT_GT(cg->precompute_stats().walks, 0u);
+  EXPECT_EQ(cg->masks().walks(), cg->precompute_stats().walks);
+  EXPECT_FALSE(cg->precompute_stats().stopped);
+  // A grammar dropped while its worker walks a 248k vocabulary: the destructor stops it after the current walk.
+  auto big = std::make_shared<CompiledGrammar>(JsonGrammar::any_object(), TokenVocabulary::from_tokenizer(qwen35()));
+  big->precompute_async("big");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(big->ready()) << "a 248k-token grammar precomputed in 50 ms: the stop below tests nothing";
+  const auto t0 = std::chrono::steady_clock::now();
+  big.reset();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+}
+
 TEST(TokenMasks, FreeFormJsonObjectsMatchBruteForce) {
   const auto vocab = synthetic_vocab();
   auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::any_object(), vocab);
@@ -161,6 +234,50 @@ TEST(TokenMasks, QwenVocabularyAlongAnEncodedAnswerMatchesBruteForce) {
   GrammarConstraint again(cg, {{end}, std::nullopt});
   for (int32_t id : tok.encode(answer)) again.allowed(), again.accept(id);
   EXPECT_EQ(cg->masks().state_misses(), misses);
+}
+
+// The answer's states again, from masks precomputed over the 248k vocabulary: brute force, and no walk in the step.
+TEST(TokenMasks, QwenVocabularyPrecomputedMatchesBruteForce) {
+  const Tokenizer& tok = qwen35();
+  const auto vocab = qwen_vocab();
+  const int32_t end = tok.require_token_id("<|im_end|>");
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[1])), vocab);
+  const PrecomputeStats st = cg->masks().precompute();
+  EXPECT_EQ(st.left_to_runtime, 0u);
+  const GrammarMatcher& m = cg->masks().matcher();
+  GrammarConstraint c(cg, {{end}, std::nullopt});
+  StackSet state = m.start(), next;
+  for (int32_t id : tok.encode("{\"a\": -12, \"b\": \"x\u00e9\", \"c\": true}")) {
+    const TokenBits got = c.allowed();
+    ASSERT_EQ(got.words, brute(*vocab, m, state, end).words) << "before token " << id;
+    c.accept(id);
+    for (char ch : vocab->bytes(id)) {
+      ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
+      std::swap(state, next);
+    }
+  }
+  EXPECT_TRUE(c.complete());
+  EXPECT_EQ(cg->masks().runtime_walks(), 0u);
+}
+
+// The vectorised pass against the plain rule on every kind of word (none, all, some allowed) and a padded row.
+TEST(GrammarConstraint, ApplyTokenMaskSetsExactlyTheRuledOutLogits) {
+  std::mt19937 rng(8);
+  for (size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}}) {
+    TokenBits allowed(n);
+    for (size_t id = 0; id < n; ++id) {
+      const size_t word = id / 64;
+      if (word % 3 == 1 || (word % 3 == 2 && rng() % 2)) allowed.set(static_cast<int32_t>(id));
+    }
+    std::vector<float> logits(n + 70);
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i) * 0.5f;
+    const bool any = apply_token_mask(allowed, logits);
+    EXPECT_EQ(any, allowed.count() > 0) << n;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const bool ok = i < n && allowed.test(static_cast<int32_t>(i));
+      ASSERT_EQ(logits[i], ok ? static_cast<float>(i) * 0.5f : -std::numeric_limits<float>::infinity()) << n << " " << i;
+    }
+  }
 }
 
 TEST(GrammarConstraint, MasksLogitsAndEndsOnlyWhenComplete) {
