@@ -10,6 +10,10 @@ set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
 # NINFER_MINGW_DEPS (the preset sets it) reaches CMake's own try_compile projects too.
 list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES NINFER_MINGW_DEPS)
 set(NINFER_HEADER_ONLY_DEPS ON)
+set(PCRE2_USE_STATIC_LIBS ON)  # libpcre2-8.a with PCRE2_STATIC (pcre2-config.cmake)
+# pkg-config (the fallback of Dependencies.cmake) sees only the target prefix, never Linux .pc files.
+set(ENV{PKG_CONFIG_LIBDIR} "${NINFER_MINGW_DEPS}/lib/pkgconfig")
+set(ENV{PKG_CONFIG_PATH} "")
 
 # Search the target's prefixes only: never a Linux library or header from /usr.
 set(CMAKE_FIND_ROOT_PATH /usr/x86_64-w64-mingw32 "${NINFER_MINGW_DEPS}")

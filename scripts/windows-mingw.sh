@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Windows check that runs here: cross-builds the CPU configuration with MinGW-w64 (preset windows-mingw,
 # build-mingw/) and runs the Windows test subset under Wine (docs/windows.md). Stages, all by default:
-#   deps   apt-get installs mingw-w64 and wine64; PCRE2 10.42 (Debian's source package, sha256-pinned) and GoogleTest
-#          (/usr/src/googletest) are built for the target into build-mingw-deps/, beside links to the header-only
-#          libraries (nlohmann-json, fmt, spdlog, CLI11, cpp-httplib, xxHash) from Debian's include directory
+#   deps   apt-get installs mingw-w64 and wine64; PCRE2 10.42 and cpp-httplib 0.11.4 (single header) from Debian's source
+#          packages (sha256-pinned), GoogleTest (/usr/src/googletest), built for the target into build-mingw-deps/,
+#          beside links to the header-only libraries (nlohmann-json, fmt, spdlog, CLI11, xxHash) from /usr/include
 #   build  configures windows-mingw and builds ninfer-serve.exe, ninfer-pack.exe and ninfer_tests_windows.exe
 #   test   runs ninfer_tests_windows.exe under Wine; its server test drives ninfer-serve.exe with the openai client
 # Usage: scripts/windows-mingw.sh [deps|build|test]...   NINFER_JOBS (default nproc), NINFER_TEST_VENV (.venv).
@@ -15,7 +15,12 @@ jobs="${NINFER_JOBS:-$(nproc)}"
 stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(deps build test)
 pcre2_version=10.42
 pcre2_sha256=c33b418e3b936ee3153de2c61cc638e7e4fe3156022a5c77d0711bcbb9d64f1f   # pcre2_10.42.orig.tar.gz
+httplib_version=0.11.4+ds
+httplib_debian_version=0.11.4+ds-1+deb12u1
+httplib_sha256=8b1a5df569003b6a4f24c68489bbda5c64aec94697bdc9ebba5d79408b2ae7eb  # cpp-httplib_0.11.4+ds.orig.tar.xz
 export WINEDEBUG="${WINEDEBUG:--all}" WINEPREFIX="${WINEPREFIX:-$root/build-mingw-deps/wineprefix}"
+# Wine decodes the Unix command line and file names with the locale's charset: UTF-8, for the CJK paths.
+export LC_ALL=C.UTF-8
 
 install_packages() {
   local pkgs=(mingw-w64 g++-mingw-w64-x86-64-posix wine64 cmake ninja-build libcpp-httplib-dev nlohmann-json3-dev
@@ -29,29 +34,32 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
 }
 
-# PCRE2's upstream tarball as Debian ships it in its source package (bookworm), fetched with apt-get source through a
-# private deb-src list: the machine's apt configuration is left as it is.
-fetch_pcre2() {
-  local dir="$deps/src" tarball="$deps/src/pcre2_${pcre2_version}.orig.tar.gz"
+# Sources for the target from Debian bookworm's source packages, fetched with apt-get source through a private deb-src
+# list (the machine's apt configuration is left as it is) and unpacked with Debian's patches applied; the upstream
+# tarball is pinned by sha256. Usage: fetch_source PACKAGE VERSION ORIG_TARBALL SHA256 → unpacked under $deps/src.
+fetch_source() {
+  local pkg="$1" version="$2" orig="$3" sha="$4" dir="$deps/src"
   mkdir -p "$dir/apt/lists/partial"
-  if [ ! -f "$tarball" ]; then
-    echo "deb-src http://deb.debian.org/debian bookworm main" >"$dir/apt/sources.list"
-    local opts=(-o "Dir::Etc::SourceList=$dir/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-                -o "Dir::State::Lists=$dir/apt/lists" -o APT::Sandbox::User=root)
-    apt-get "${opts[@]}" update -qq
-    (cd "$dir" && apt-get "${opts[@]}" source --download-only -qq "pcre2=${pcre2_version}-1")
-  fi
-  echo "$pcre2_sha256  $tarball" | sha256sum -c --quiet - ||
-    { echo "$tarball: sha256 differs from the pinned $pcre2_sha256; delete it and rerun" >&2; exit 1; }
-  rm -rf "$dir/pcre2-$pcre2_version"
-  tar -xzf "$tarball" -C "$dir"
+  printf 'deb-src http://deb.debian.org/debian bookworm main\ndeb-src http://deb.debian.org/debian-security bookworm-security main\n' \
+    >"$dir/apt/sources.list"
+  local opts=(-o "Dir::Etc::SourceList=$dir/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+              -o "Dir::State::Lists=$dir/apt/lists" -o APT::Sandbox::User=root)
+  [ -n "$(ls -A "$dir/apt/lists" 2>/dev/null | grep -v partial)" ] || apt-get "${opts[@]}" update -qq
+  (cd "$dir" && apt-get "${opts[@]}" source -qq "$pkg=$version" >/dev/null)
+  echo "$sha  $dir/$orig" | sha256sum -c --quiet - ||
+    { echo "$dir/$orig: sha256 differs from the pinned $sha; delete $dir and rerun" >&2; exit 1; }
 }
 
 build_deps() {
   install_packages
-  local stamp="$deps/prefix/.stamp-pcre2-${pcre2_version}-gtest"
+  local stamp="$deps/prefix/.stamp-pcre2-${pcre2_version}-gtest-httplib-${httplib_version}"
   if [ ! -f "$stamp" ]; then
-    fetch_pcre2
+    rm -rf "$deps/src"
+    fetch_source pcre2 "${pcre2_version}-1" "pcre2_${pcre2_version}.orig.tar.gz" "$pcre2_sha256"
+    fetch_source cpp-httplib "$httplib_debian_version" "cpp-httplib_${httplib_version}.orig.tar.xz" "$httplib_sha256"
+    # Debian's httplib.h is split into a header and a shared library; its source package has the single header.
+    mkdir -p "$deps/prefix/include"
+    cp "$deps/src/cpp-httplib-$httplib_version/httplib.h" "$deps/prefix/include/httplib.h"
     local tc="$root/cmake/mingw-w64-x86_64.toolchain.cmake"
     cmake -S "$deps/src/pcre2-$pcre2_version" -B "$deps/pcre2-build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$tc" \
       -DNINFER_MINGW_DEPS="$deps/prefix" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$deps/prefix" \
@@ -68,7 +76,7 @@ build_deps() {
   # target's include path.
   mkdir -p "$deps/prefix/include"
   local h
-  for h in nlohmann fmt spdlog CLI httplib.h xxhash.h xxh3.h; do
+  for h in nlohmann fmt spdlog CLI xxhash.h xxh3.h; do
     [ -e "/usr/include/$h" ] || { echo "/usr/include/$h missing: apt-get install the package that ships it" >&2; exit 1; }
     ln -sfn "/usr/include/$h" "$deps/prefix/include/$h"
   done

@@ -41,11 +41,28 @@ std::string copy_tiny(const fs::path& dir, const std::string& name) {
   return path_to_utf8(to.make_preferred());
 }
 
+// A port that was free a moment ago: bound to 0 on 127.0.0.1 and closed again.
 int free_port() {
-  httplib::Server s;
-  const int port = s.bind_to_any_port("127.0.0.1");
-  s.stop();
-  return port;
+  SOCKET s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  int len = sizeof(a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  closesocket(s);
+  return ntohs(a.sin_port);
+}
+
+// The link count Win32 reports (MinGW's std::filesystem::hard_link_count always says 1).
+DWORD link_count(const std::string& utf8_path) {
+  HANDLE h = CreateFileW(path_from_utf8(utf8_path).wstring().c_str(), 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                         nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return 0;
+  BY_HANDLE_FILE_INFORMATION info{};
+  const DWORD n = GetFileInformationByHandle(h, &info) ? info.nNumberOfLinks : 0;
+  CloseHandle(h);
+  return n;
 }
 
 bool wait_health(int port, int want, std::chrono::seconds timeout) {
@@ -94,7 +111,7 @@ TEST(WindowsPaths, PackInspectTakesCjkPathsAndHardLinks) {
   const std::string cjk = copy_tiny(dir.path(), kCjkName);
   const fs::path link = dir.path() / path_from_utf8("硬链接.ninfer");
   fs::create_hard_link(path_from_utf8(cjk), link);
-  ASSERT_EQ(fs::hard_link_count(link), 2u);
+  ASSERT_EQ(link_count(path_to_utf8(link)), 2u);
   for (const std::string& model : {cjk, path_to_utf8(link)}) {
     const std::string log = dir.file("inspect.log");
     testing::WinChild child(kApps + "ninfer-pack.exe", {"--inspect", model, "--verify"}, log);
@@ -145,13 +162,14 @@ TEST(WindowsServe, CtrlBreakStopsServeAfterTheJsonlIsWritten) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(120, 0);
   auto r = c.Post("/v1/chat/completions",
-                  R"({"model":"x","messages":[{"role":"user","content":"你好"}],"max_tokens":8,"temperature":0})",
+                  R"({"messages":[{"role":"user","content":"你好"}],"max_tokens":8,"temperature":0})",
                   "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   if (!GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, serve.pid()))
-    GTEST_SKIP() << "GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT) failed (Windows error " << GetLastError()
-                 << "): this process has no console to share with the server (Wine started without one)";
+    GTEST_SKIP() << "GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, child group) failed (Windows error " << GetLastError()
+                 << "): Wine 8 does not deliver console events to another process group; "
+                    "tests/windows/wine_ctrl_c_test.py stops ninfer-serve.exe with Ctrl-C (SIGINT) instead";
   auto code = serve.wait(std::chrono::seconds(30));
   const std::string out = testing::read_file(log);
   ASSERT_TRUE(code.has_value()) << "ninfer-serve did not stop on Ctrl-Break\n" << out;
@@ -179,7 +197,11 @@ TEST(WindowsConsole, CtrlCStopsRunServer) {
   server::ServeOptions o = fake_options(dir.file("c.jsonl"));
   int rc = -1;
   std::thread t([&] { rc = server::run_server(o, engine); });
-  ASSERT_TRUE(wait_health(o.port, 200, std::chrono::seconds(10)));
+  if (!wait_health(o.port, 200, std::chrono::seconds(10))) {
+    server::request_run_server_stop();
+    t.join();
+    FAIL() << "run_server did not come up on port " << o.port;
+  }
   if (!GenerateConsoleCtrlEvent(CTRL_C_EVENT, 0)) {
     const DWORD e = GetLastError();
     server::request_run_server_stop();
@@ -200,15 +222,19 @@ TEST(WindowsConsole, ConsoleCloseCancelsAndWaitsForTheStop) {
   server::ServeOptions o = fake_options(jsonl);
   int rc = -1;
   std::thread t([&] { rc = server::run_server(o, engine); });
-  ASSERT_TRUE(wait_health(o.port, 200, std::chrono::seconds(10)));
+  if (!wait_health(o.port, 200, std::chrono::seconds(10))) {
+    server::request_run_server_stop();
+    t.join();
+    FAIL() << "run_server did not come up on port " << o.port;
+  }
   std::thread client([&] {
     httplib::Client c("127.0.0.1", o.port);
     c.set_read_timeout(30, 0);
-    c.Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"__endless__"}],"max_tokens":100000})",
+    c.Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"__silent__"}],"max_tokens":16})",
            "application/json");
   });
   for (int i = 0; i < 500 && engine.active() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(engine.active(), 1);
+  EXPECT_EQ(engine.active(), 1);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(server::handle_console_event(CTRL_CLOSE_EVENT));
   const double handler_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -46,7 +46,7 @@ class WineServe(unittest.TestCase):
                                     stdout=out, stderr=subprocess.STDOUT)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         deadline = time.time() + 120
-        while time.time() < deadline:
+        while time.time() < deadline and proc.poll() is None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
                     if r.status == 200:
@@ -54,9 +54,11 @@ class WineServe(unittest.TestCase):
             except Exception:
                 time.sleep(0.2)
         else:
-            self.fail("ninfer-serve.exe did not become ready:\n" + open(log, encoding="utf-8", errors="replace").read())
+            self.fail(f"ninfer-serve.exe did not become ready (exit code {proc.poll()}):\n" + open(log, encoding="utf-8", errors="replace").read())
         c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=120)
-        r = c.chat.completions.create(model="ninfer-tiny", messages=[{"role": "user", "content": "你好, write a function"}],
+        served = [m.id for m in c.models.list().data]
+        self.assertEqual(served, ["模型-中文路径"])  # the model is named after its (CJK) file
+        r = c.chat.completions.create(model=served[0], messages=[{"role": "user", "content": "你好, write a function"}],
                                       max_tokens=8, temperature=0)
         self.assertEqual(r.usage.completion_tokens, 8)
         proc.send_signal(signal.SIGINT)  # Ctrl-C
