@@ -57,9 +57,6 @@ build_deps() {
     rm -rf "$deps/src"
     fetch_source pcre2 "${pcre2_version}-1" "pcre2_${pcre2_version}.orig.tar.gz" "$pcre2_sha256"
     fetch_source cpp-httplib "$httplib_debian_version" "cpp-httplib_${httplib_version}.orig.tar.xz" "$httplib_sha256"
-    # Debian's httplib.h is split into a header and a shared library; its source package has the single header.
-    mkdir -p "$deps/prefix/include"
-    cp "$deps/src/cpp-httplib-$httplib_version/httplib.h" "$deps/prefix/include/httplib.h"
     local tc="$root/cmake/mingw-w64-x86_64.toolchain.cmake"
     cmake -S "$deps/src/pcre2-$pcre2_version" -B "$deps/pcre2-build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$tc" \
       -DNINFER_MINGW_DEPS="$deps/prefix" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$deps/prefix" \
@@ -72,6 +69,11 @@ build_deps() {
     cmake --build "$deps/gtest-build" -j "$jobs" --target install >/dev/null
     touch "$stamp"
   fi
+  # Debian's httplib.h is split into a header and a shared library; its source package has the single header. A copy
+  # (never through a link: that would write into /usr/include).
+  mkdir -p "$deps/prefix/include"
+  rm -f "$deps/prefix/include/httplib.h"
+  cp "$deps/src/cpp-httplib-$httplib_version/httplib.h" "$deps/prefix/include/httplib.h"
   # Header-only libraries, linked one by one so that /usr/include itself (Linux's libc headers) is never on the
   # target's include path.
   mkdir -p "$deps/prefix/include"
