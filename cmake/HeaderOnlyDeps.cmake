@@ -1,6 +1,7 @@
 # Header-only forms of the libraries the Linux build takes from Debian's shared libraries, for the MinGW-w64 cross build
-# (preset windows-mingw): the same headers (scripts/windows-mingw.sh links them from Debian's include directory into
-# NINFER_MINGW_DEPS/include), compiled into each target, under the target names Dependencies.cmake gives otherwise.
+# (preset windows-mingw): scripts/windows-mingw.sh links Debian's headers into NINFER_MINGW_DEPS/include, and puts
+# cpp-httplib's single header there from Debian's source package; compiled into each target, under the target names
+# Dependencies.cmake gives otherwise.
 set(_ninfer_ho_include "${NINFER_MINGW_DEPS}/include")
 foreach(_h nlohmann/json.hpp fmt/format.h spdlog/spdlog.h CLI/CLI.hpp httplib.h xxhash.h)
   if(NOT EXISTS "${_ninfer_ho_include}/${_h}")
