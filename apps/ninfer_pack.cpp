@@ -9,10 +9,13 @@
 #include "engine/artifact/artifact.h"
 #include "engine/artifact/artifact_summary.h"
 #include "engine/core/error.h"
+#include "engine/core/os_utf8.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
 
 int main(int argc, char** argv) {
+  ninfer::use_utf8_console();
+  ninfer::Utf8Args args(argc, argv);  // UTF-8 paths on Windows too
   CLI::App app{"ninfer-pack: pack a Hugging Face checkpoint (or re-pack an artifact) into a .ninfer artifact, or inspect one"};
   ninfer::PackOptions o;
   std::string inspect, quant = "none", scale_groups = "fused";
@@ -38,7 +41,7 @@ int main(int argc, char** argv) {
   hf_opt->excludes(from_opt);
   add_opt->needs(out_opt);
   inspect_opt->excludes(hf_opt)->excludes(from_opt);
-  CLI11_PARSE(app, argc, argv);
+  CLI11_PARSE(app, args.argc(), args.argv());
   if (o.hf_dir.empty() && o.from_artifact.empty() && inspect.empty()) {
     std::fprintf(stderr, "ninfer-pack: give --hf DIR -o FILE or --from FILE -o FILE to pack, or --inspect FILE\n%s",
                  app.help().c_str());

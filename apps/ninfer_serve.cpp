@@ -14,6 +14,7 @@
 #include "engine/artifact/artifact.h"
 #include "engine/artifact/mapped_file.h"
 #include "engine/core/error.h"
+#include "engine/core/os_utf8.h"
 #include "engine/device/device_info.h"
 #include "engine/model/model_artifact.h"
 #include "engine/model/weight_shard.h"
@@ -44,7 +45,9 @@ std::string model_name_of(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto parsed = ninfer::server::parse_serve_options(argc, argv, kDefaultModel);
+  ninfer::use_utf8_console();
+  ninfer::Utf8Args args(argc, argv);  // on Windows: --model F:\models\模型.ninfer as UTF-8, not the ANSI code page
+  auto parsed = ninfer::server::parse_serve_options(args.argc(), args.argv(), kDefaultModel);
   if (!parsed.options) {
     std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);
     if (!parsed.message.empty() && parsed.message.back() != '\n') std::fputc('\n', parsed.exit_code == 0 ? stdout : stderr);

@@ -17,6 +17,12 @@ if(WIN32)
 else()
   set(_ninfer_res_default ON)
 endif()
+# NCCL (CUDA tensor parallelism, engine/parallel/nccl_communicator.cpp): Linux only, NCCL has no Windows build.
+if(WIN32)
+  option(NINFER_NCCL "CUDA tensor parallelism over NCCL (with the CUDA backend)" OFF)
+else()
+  option(NINFER_NCCL "CUDA tensor parallelism over NCCL (with the CUDA backend)" ON)
+endif()
 option(NINFER_CUDA_RESOURCE_REPORT "Keep ptxas -v output per CUDA object for scripts/cuda-resources.sh" ${_ninfer_res_default})
 
 if(_ninfer_cuda STREQUAL "ON" OR _ninfer_cuda STREQUAL "AUTO")

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#if NINFER_WITH_NCCL
 #include <nccl.h>
+#endif
 
 #include "engine/core/error.h"
 
@@ -15,6 +17,7 @@
                      __LINE__);                                                                        \
   } while (0)
 
+#if NINFER_WITH_NCCL
 #define NINFER_NCCL_CHECK(call)                                                                   \
   do {                                                                                            \
     ncclResult_t ninfer_res_ = (call);                                                            \
@@ -22,3 +25,4 @@
       ::ninfer::fail(::ninfer::ErrorKind::kInternal, "NCCL error {} in {} at {}:{}",              \
                      ncclGetErrorString(ninfer_res_), #call, __FILE__, __LINE__);                 \
   } while (0)
+#endif

@@ -7,7 +7,8 @@
 # check with the CUDA 12 toolchain (scripts/ci-volta.sh). docs/gpu.md. With NINFER_ASAN=1 (which .ci/run sets), last: the
 # server, serving and fuzz-replay tests built and run under ASan + UBSan (scripts/sanitize.sh asan-ci,
 # docs/security.md "Sanitizers"); with NINFER_FUZZ_SECONDS=N (.ci/run: 10) each libFuzzer target runs N seconds
-# (scripts/fuzz.sh, docs/security.md "Fuzzing").
+# (scripts/fuzz.sh, docs/security.md "Fuzzing"). With NINFER_WINDOWS=1 (.ci/run sets it) the Windows check: the
+# MinGW-w64 cross build and its tests under Wine (scripts/windows-mingw.sh, docs/windows.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -50,6 +51,10 @@ fi
 if [ "${NINFER_ASAN:-0}" = 1 ]; then
   echo "== ASan + UBSan: server, serving and fuzz-replay tests (scripts/sanitize.sh asan-ci)"
   NINFER_JOBS="$jobs" NINFER_TEST_VENV="$venv" scripts/sanitize.sh asan-ci
+fi
+if [ "${NINFER_WINDOWS:-0}" = 1 ]; then
+  echo "== Windows: MinGW-w64 cross build, tests under Wine (scripts/windows-mingw.sh, docs/windows.md)"
+  NINFER_JOBS="$jobs" NINFER_TEST_VENV="$venv" scripts/windows-mingw.sh
 fi
 if [ "${NINFER_FUZZ_SECONDS:-0}" -gt 0 ]; then
   echo "== libFuzzer: each target ${NINFER_FUZZ_SECONDS}s (scripts/fuzz.sh)"

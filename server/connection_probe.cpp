@@ -1,6 +1,8 @@
 #include "server/connection_probe.h"
 
-#ifndef _WIN32
+#ifdef _WIN32
+#include <winsock2.h>
+#else
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -10,13 +12,33 @@
 
 namespace ninfer::server {
 
-#ifndef _WIN32
-
 std::optional<ConnectionProbe> ConnectionProbe::for_current_request() {
   const ConnectionState* st = current_connection();
   if (!st || st->sock == INVALID_SOCKET) return std::nullopt;
   return ConnectionProbe(st->sock);
 }
+
+#ifdef _WIN32
+
+// Winsock has no MSG_DONTWAIT: a zero-timeout WSAPoll says whether a peek can answer without blocking (data, FIN,
+// or an error), and only then the peek reads what it is.
+bool ConnectionProbe::peer_closed() const {
+  WSAPOLLFD p{sock_, POLLRDNORM, 0};
+  const int rc = WSAPoll(&p, 1, 0);
+  if (rc < 0) return WSAGetLastError() == WSAENOTSOCK;  // the socket itself is gone
+  if (rc == 0) return false;                             // nothing to read: the client is waiting
+  if (p.revents & (POLLERR | POLLNVAL)) return true;
+  char c;
+  const int n = recv(sock_, &c, 1, MSG_PEEK);
+  if (n == 0) return true;  // orderly shutdown by the peer
+  if (n < 0) {
+    const int e = WSAGetLastError();
+    return e != WSAEWOULDBLOCK && e != WSAEINTR;  // reset, or gone
+  }
+  return false;  // data waiting (a pipelined request): still there
+}
+
+#else
 
 bool ConnectionProbe::peer_closed() const {
   char c;
@@ -25,12 +47,6 @@ bool ConnectionProbe::peer_closed() const {
   if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;  // reset, or gone
   return false;             // data waiting (a pipelined request): still there
 }
-
-#else
-
-std::optional<ConnectionProbe> ConnectionProbe::for_current_request() { return std::nullopt; }
-
-bool ConnectionProbe::peer_closed() const { return false; }
 
 #endif
 

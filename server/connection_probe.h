@@ -13,8 +13,7 @@ namespace ninfer::server {
 // (FIN) or a reset means the client is gone. The worker owns the socket until the handler returns, so the
 // descriptor cannot be closed or reused under the probe.
 //
-// POSIX only (a non-blocking peek); on Windows for_current_request() returns nothing and non-streaming
-// requests run to their limits.
+// POSIX: a non-blocking peek (MSG_DONTWAIT); Windows: a zero-timeout WSAPoll, then a peek.
 class ConnectionProbe {
  public:
   // The probe of the request this thread is serving; nothing outside a ConnectionServer worker.

@@ -70,7 +70,8 @@ class HttpServer {
 
 // What ninfer-serve's main calls after parsing the flags: serves `engine` (GET /health answers 503
 // until engine.ready(), so the app may load the model on another thread meanwhile) until SIGINT or
-// SIGTERM (or request_run_server_stop()). Then it drains (drain(): requests in flight finish, for at most
+// SIGTERM (or request_run_server_stop(); on Windows Ctrl-C / Ctrl-Break, and closing the console, logoff or
+// shutdown, which stop it without the drain within the few seconds Windows allows). Then it drains (drain(): requests in flight finish, for at most
 // --drain-timeout; a second signal cuts it short), cancels what is left, flushes the JSONL log and stops.
 // Returns the process exit code: 0 after a stop request, 2 when the --log-jsonl file cannot be
 // opened, 1 when the address cannot be bound (the reason is logged in each case).
@@ -78,5 +79,12 @@ int run_server(const ServeOptions& options, EnginePort& engine);
 
 // Makes a running run_server() return, as SIGTERM does (thread-safe, async-signal-safe).
 void request_run_server_stop();
+
+#ifdef _WIN32
+// run_server()'s console control handler (SetConsoleCtrlHandler), callable by tests as Windows calls it: Ctrl-C and
+// Ctrl-Break stop with the drain; CTRL_CLOSE_EVENT, logoff and shutdown stop without it and return only once
+// run_server() is done (at most 4.5 s). Returns whether the event was handled.
+bool handle_console_event(unsigned long event);
+#endif
 
 }  // namespace ninfer::server

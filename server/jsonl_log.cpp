@@ -6,11 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
+#include "engine/core/os_utf8.h"
 
 namespace ninfer::server {
 
 JsonlWriter::JsonlWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "ab");
+  file_ = fopen_utf8(path, "ab");  // a UTF-8 path, wide on Windows
   if (!file_) fail(ErrorKind::kIo, "--log-jsonl: cannot open '{}' for appending: {}", path, std::strerror(errno));
   thread_ = std::thread([this] { run(); });
 }

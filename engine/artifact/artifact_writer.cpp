@@ -12,6 +12,7 @@
 #include "engine/artifact/format.h"
 #include "engine/artifact/mapped_file.h"
 #include "engine/core/error.h"
+#include "engine/core/os_utf8.h"
 #include "engine/core/progress.h"
 
 #ifdef _WIN32
@@ -33,11 +34,7 @@ namespace {
 class OutputFile {
  public:
   explicit OutputFile(std::string path) : path_(std::move(path)) {
-#ifdef _WIN32
-    f_ = _wfopen(path_from_utf8(path_).wstring().c_str(), L"wb");
-#else
-    f_ = std::fopen(path_.c_str(), "wb");
-#endif
+    f_ = fopen_utf8(path_, "wb");
     if (!f_) fail(ErrorKind::kIo, "{}: cannot create: {}", path_, std::strerror(errno));
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
   }

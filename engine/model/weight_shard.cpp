@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/core/aligned_buffer.h"
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -100,12 +101,10 @@ ModelConfig tp_rank_config(const ModelConfig& c, const TpLayout& l) {
 }
 
 std::byte* WeightShard::allocate(uint64_t bytes) {
-  const uint64_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  std::shared_ptr<void> p = aligned_zeroed(static_cast<size_t>(bytes));
   if (!p) fail(ErrorKind::kOutOfMemory, "tensor parallelism: cannot allocate {} bytes for a weight shard", bytes);
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
-  owned_.emplace_back(p, std::free);
-  return static_cast<std::byte*>(p);
+  owned_.push_back(p);
+  return static_cast<std::byte*>(p.get());
 }
 
 Tensor WeightShard::rows(const Tensor& w, std::span<const Range> ranges, const std::string& name) {

@@ -13,10 +13,15 @@ DeviceProbe probe_devices() {
   NINFER_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   // cudaDriverGetVersion reports 0 when no driver is installed; that is not an error here.
   NINFER_CUDA_CHECK(cudaDriverGetVersion(&driver));
+#if NINFER_WITH_NCCL
   NINFER_NCCL_CHECK(ncclGetVersion(&nccl));
-  p.runtime = fmt::format("CUDA runtime {}.{}, driver {}, NCCL {}.{}.{}", runtime / 1000, (runtime % 1000) / 10,
+  const std::string nccl_text = fmt::format("NCCL {}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100);
+#else
+  const std::string nccl_text = "no NCCL in this build";
+#endif
+  p.runtime = fmt::format("CUDA runtime {}.{}, driver {}, {}", runtime / 1000, (runtime % 1000) / 10,
                           driver ? fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10) : std::string("none"),
-                          nccl / 10000, (nccl % 10000) / 100, nccl % 100);
+                          nccl_text);
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {

@@ -93,7 +93,9 @@ TEST(ArtifactRoundTrip, CjkPathAndHardLinkOpenTheSameArtifact) {
   EXPECT_EQ(a.path(), cjk);
   std::string link = dir.file("硬链接.ninfer");
   fs::create_hard_link(path_from_utf8(cjk), path_from_utf8(link));
+#ifndef __MINGW32__  // MinGW's libstdc++ takes st_nlink from the CRT's stat, always 1; tests/windows counts by Win32
   EXPECT_EQ(fs::hard_link_count(path_from_utf8(cjk)), 2u);
+#endif
   Artifact b = Artifact::open(link, {.verify_checksums = true, .show_progress = false});
   EXPECT_EQ(b.file_bytes(), a.file_bytes());
   ASSERT_EQ(b.tensors().size(), a.tensors().size());

@@ -13,6 +13,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/core/error.h"
+#include "engine/parallel/nccl_communicator.h"
 #include "tests/backend/test_util.h"
 
 namespace ninfer::testing {
@@ -44,6 +45,13 @@ inline CudaUnderTest& cuda_under_test() {
   do {                                                                     \
     if (!::ninfer::testing::cuda_under_test().backend)                     \
       GTEST_SKIP() << ::ninfer::testing::cuda_under_test().why;            \
+  } while (0)
+
+// NCCL tests: a CUDA device and a build with NCCL (Windows builds have none: docs/windows.md).
+#define NINFER_REQUIRE_NCCL()                                                                  \
+  do {                                                                                         \
+    NINFER_REQUIRE_CUDA();                                                                     \
+    if (!::ninfer::nccl_built()) GTEST_SKIP() << "this build has no NCCL (NINFER_NCCL=OFF)";   \
   } while (0)
 
 inline Backend& gpu() { return *cuda_under_test().backend; }

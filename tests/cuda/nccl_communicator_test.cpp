@@ -68,7 +68,7 @@ struct Layout {
 constexpr Layout kLayouts[] = {{3, 5, 5}, {3, 5, 8}, {1, 7, 7}};  // contiguous, strided, one row
 
 TEST(NcclSingleRank, AllReduceLeavesDataUnchanged) {
-  NINFER_REQUIRE_CUDA();
+  NINFER_REQUIRE_NCCL();
   auto group = make_nccl_group({0});
   ASSERT_EQ(group->size(), 1);
   Communicator& c = group->rank(0);
@@ -83,7 +83,7 @@ TEST(NcclSingleRank, AllReduceLeavesDataUnchanged) {
 }
 
 TEST(NcclSingleRank, AllGatherCopiesThroughBothPaths) {
-  NINFER_REQUIRE_CUDA();
+  NINFER_REQUIRE_NCCL();
   auto group = make_nccl_group({0});
   Communicator& c = group->rank(0);
   // Several rows go through the staging buffer, one row straight into `out`.
@@ -99,7 +99,7 @@ TEST(NcclSingleRank, AllGatherCopiesThroughBothPaths) {
 }
 
 TEST(NcclSingleRank, BroadcastFromRootZero) {
-  NINFER_REQUIRE_CUDA();
+  NINFER_REQUIRE_NCCL();
   auto group = make_nccl_group({0});
   Communicator& c = group->rank(0);
   for (const Layout& l : kLayouts) {
@@ -113,7 +113,7 @@ TEST(NcclSingleRank, BroadcastFromRootZero) {
 }
 
 TEST(NcclSingleRank, RefusesWhatItCannotDo) {
-  NINFER_REQUIRE_CUDA();
+  NINFER_REQUIRE_NCCL();
   auto group = make_nccl_group({0});
   Communicator& c = group->rank(0);
   DevMat x = dev_mat(gpu(), 2, 4, 4, values(8, 0));
@@ -188,7 +188,7 @@ std::unique_ptr<Backend> second_gpu(std::string& why) {
 }
 
 TEST(NcclMultiGpu, TwoRanksOnTwoDevices) {
-  NINFER_REQUIRE_CUDA();
+  NINFER_REQUIRE_NCCL();
   std::string why;
   std::unique_ptr<Backend> second = second_gpu(why);
   if (!second) GTEST_SKIP() << why;
@@ -237,7 +237,7 @@ TEST(NcclMultiGpu, TwoRanksOnTwoDevices) {
 // The sharded forward at TP2 with NCCL between GPUs 0 and 1 against TP1 on GPU 0 (the tolerance of
 // expect_cuda_tp_equals_tp1: NCCL's all-reduce is not the rank-order sum).
 TEST(NcclMultiGpu, ShardedForwardTp2EqualsTp1) {
-  NINFER_REQUIRE_CUDA();
+  NINFER_REQUIRE_NCCL();
   std::string why;
   if (!second_gpu(why)) GTEST_SKIP() << why;
   const Artifact a = Artifact::open(std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer");

@@ -6,14 +6,11 @@
 #include <new>
 #include <thread>
 
-#if defined(_WIN32)
-#include <malloc.h>
-#endif
-
 #include <fmt/format.h>
 
 #include "engine/backend/checks/elementwise_checks.h"
 #include "engine/backend/checks/linear_checks.h"
+#include "engine/core/aligned_buffer.h"
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -79,18 +76,10 @@ float* CpuBackend::scratch(int thread, size_t n) {
 }
 
 Buffer CpuBackend::alloc(size_t bytes) {
-  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-#if defined(_WIN32)
-  void* p = _aligned_malloc(rounded, 64);
-  auto release = [](void* q) { _aligned_free(q); };
-#else
-  void* p = std::aligned_alloc(64, rounded);
-  auto release = [](void* q) { std::free(q); };
-#endif
+  std::shared_ptr<void> p = aligned_zeroed(bytes);
   if (!p) fail(ErrorKind::kOutOfMemory, "cpu backend: cannot allocate {} bytes", bytes);
-  std::memset(p, 0, rounded);
   Buffer b;
-  b.memory = std::shared_ptr<void>(p, release);
+  b.memory = std::move(p);
   b.bytes = bytes;
   b.device = Device::kCpu;
   return b;

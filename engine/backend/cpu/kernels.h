@@ -42,6 +42,9 @@ struct Kernels {
 const Kernels& scalar_kernels();
 // nullptr when the build has no AVX2 variant (non-x86) or the CPU lacks AVX2, FMA or F16C.
 const Kernels* avx2_kernels();
+// Runtime CPU checks (engine/backend/cpu/cpu_features.cpp, GCC/Clang builtins or MSVC CPUID): a SIMD table is used
+// only when they hold.
 bool cpu_supports_avx2_fma_f16c();
+bool cpu_supports_avx512_vnni();  // AVX-512 F, BW, VL, VNNI, DQ and FMA
 
 }  // namespace ninfer::cpu

@@ -303,15 +303,6 @@ NINFER_AVX2 void from_f32_avx2(const float* src, DType dtype, void* dst, int64_t
 
 }  // namespace
 
-bool cpu_supports_avx2_fma_f16c() {
-#if defined(__GNUC__) || defined(__clang__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return false;  // MSVC: no runtime probe wired up yet; the scalar path is used
-#endif
-}
-
 const Kernels* avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();
   static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
@@ -322,7 +313,6 @@ const Kernels* avx2_kernels() {
 
 #else  // not x86-64
 
-bool cpu_supports_avx2_fma_f16c() { return false; }
 const Kernels* avx2_kernels() { return nullptr; }
 
 #endif

@@ -1,5 +1,6 @@
 // AVX-512 (F, BW, VL, VNNI) NVFP4 kernels: packed weights decoded in registers, 256 elements (16 blocks) per step.
 // Every function carries a target attribute and runs only after the runtime CPU check in nvfp4_avx512_kernels().
+#include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -146,17 +147,10 @@ NINFER_AVX512 void w4a16(const Nvfp4Weight& w, const float* xp, int rows, int64_
   }
 }
 
-bool cpu_has_avx512_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
-}
-
 }  // namespace
 
 const Nvfp4Kernels* nvfp4_avx512_kernels() {
-  static const bool ok = cpu_has_avx512_vnni();
+  static const bool ok = cpu_supports_avx512_vnni();
   static const Nvfp4Kernels k{"avx512-vnni", w4a4, w4a16, nvfp4_prepare_a4_avx2};  // AVX-512 implies AVX2
   return ok ? &k : nullptr;
 }

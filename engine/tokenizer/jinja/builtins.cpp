@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "engine/core/checked_int.h"
 #include "engine/tokenizer/jinja/py_ops.h"
 
 namespace ninfer::jinja {
@@ -105,14 +106,18 @@ void add_globals(std::unordered_map<std::string, Value>& g) {
     for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
       if (out.size() >= 100000) throw TemplateError("range too big");
       out.push_back(Value::integer(k));
-      if (__builtin_add_overflow(k, step, &k)) break;
+      if (add_overflows(k, step, &k)) break;
     }
     return Value::array(std::move(out));
   });
   g["strftime_now"] = Value::function("strftime_now", [](Interpreter& in, CallArgs& a) {
     std::time_t t = in.now().value_or(std::time(nullptr));
     std::tm tm{};
+#ifdef _WIN32
+    localtime_s(&tm, &t);  // MSVC and MinGW: the CRT's thread-safe form, arguments swapped
+#else
     localtime_r(&t, &tm);
+#endif
     std::string fmt = a.pos.empty() ? std::string() : a.pos[0].to_str();
     char buf[512];
     size_t n = std::strftime(buf, sizeof buf, fmt.c_str(), &tm);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/core/checked_int.h"
 #include "engine/core/error.h"
 #include "engine/tokenizer/jinja/builtins.h"
 
@@ -27,17 +28,17 @@ namespace {
 
 int64_t add(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw TemplateError("integer overflow");
+  if (add_overflows(a, b, &r)) throw TemplateError("integer overflow");
   return r;
 }
 int64_t sub(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) throw TemplateError("integer overflow");
+  if (sub_overflows(a, b, &r)) throw TemplateError("integer overflow");
   return r;
 }
 int64_t mul(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw TemplateError("integer overflow");
+  if (mul_overflows(a, b, &r)) throw TemplateError("integer overflow");
   return r;
 }
 
