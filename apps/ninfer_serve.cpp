@@ -36,7 +36,7 @@
 namespace {
 
 // The embedded default model: shipped in the source tree under models/.
-const std::string kDefaultModel = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
+const std::string kDefaultModel = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny-nvfp4.ninfer";
 
 std::string model_name_of(const std::string& path) {
   return ninfer::path_to_utf8(ninfer::path_from_utf8(path).stem());
