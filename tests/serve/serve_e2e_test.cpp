@@ -232,12 +232,18 @@ TEST_F(ServeE2E, StopStringsEndTheAnswerAndJsonlHasOneLinePerRequest) {
   EXPECT_TRUE(saw_stop_string);
 }
 
+server::HttpServerConfig any_port() {
+  server::HttpServerConfig c;
+  c.port = 0;
+  return c;
+}
+
 // A second front end on the fixture's engine with its own reasoning budgets: `flag` as --reasoning-budget gives it,
 // `artifact` as an artifact's generation config does.
 struct BudgetFrontEnd {
   BudgetFrontEnd(const server::EngineServiceConfig& sc, Engine& engine, const Tokenizer& tok, const Artifact& a)
       : service(engine, tok, ChatTemplate::from_template_text(a.metadata()["chat_template"].get<std::string>()), sc),
-        http(server::HttpServerConfig{.port = 0}, service),
+        http(any_port(), service),
         cli("127.0.0.1", http.start()) {
     cli.set_read_timeout(60, 0);
   }
