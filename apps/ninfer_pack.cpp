@@ -1,4 +1,5 @@
 // ninfer-pack: HF checkpoint (or an existing artifact + extra tensors) → one .ninfer artifact; --inspect / --verify one.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
                  "share one weight_scale_2 (ModelOpt export, default); tensor: one per tensor")->check(CLI::IsMember({"fused", "tensor"}));
   app.add_option("--draft-vocab", o.draft.vocab, "write a reduced-vocabulary draft lm_head of N rows (section draft_lm_head)");
   app.add_option("--draft-corpus", o.draft.corpus, "corpus for --draft-vocab: files or directories (repeatable)")->allow_extra_args(false);
+  int64_t reasoning_budget = 0;
+  app.add_option("--reasoning-budget", reasoning_budget, "the artifact's default reasoning budget in tokens, written "
+                 "as the generation config's reasoning_budget (ninfer-serve uses it when neither the request nor "
+                 "--reasoning-budget gives one); -1 removes it")->check(CLI::Range(int64_t{-1}, int64_t{2147483647}));
   auto* inspect_opt = app.add_option("--inspect", inspect, "print an artifact's config, tensor count, bytes per section and per dtype");
   app.add_flag("--verify", verify, "with --inspect (or after packing): check every tensor checksum");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
@@ -64,6 +69,7 @@ int main(int argc, char** argv) {
   else if (!keep.empty()) o.quant.keep = keep;
   o.quant.scale_groups = scale_groups == "tensor" ? ninfer::Nvfp4ScaleGroups::kTensor : ninfer::Nvfp4ScaleGroups::kFused;
   o.show_progress = !quiet;
+  if (app.count("--reasoning-budget")) o.reasoning_budget = reasoning_budget;
 
   try {
     if (!inspect.empty()) {

@@ -22,6 +22,7 @@
 #include "engine/runtime/memory_plan.h"
 #include "engine/spec/drafter_registry.h"
 #include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/reasoning_budget.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/deferred_engine.h"
 #include "server/engine_service.h"
@@ -36,7 +37,7 @@
 namespace {
 
 // The embedded default model: shipped in the source tree under models/.
-const std::string kDefaultModel = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
+const std::string kDefaultModel = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny-nvfp4.ninfer";
 
 std::string model_name_of(const std::string& path) {
   return ninfer::path_to_utf8(ninfer::path_from_utf8(path).stem());
@@ -214,6 +215,18 @@ int main(int argc, char** argv) {
                             eo.drafter ? eo.draft_tokens : 0, opt.lm_head_draft};
         sc.stop_ids = tokenizer ? ninfer::server::default_stop_ids(gen, *tokenizer) : ninfer::server::generation_stop_ids(gen);
         sc.default_reasoning_budget = opt.reasoning_budget;
+        const std::optional<int64_t> artifact_budget =
+            ninfer::generation_reasoning_budget(gen, opt.model + " (metadata generation)");
+        if (!opt.reasoning_budget_unlimited) sc.artifact_reasoning_budget = artifact_budget;
+        if (opt.reasoning_budget)
+          spdlog::info("reasoning budget: {} tokens (--reasoning-budget; caps reasoning_effort)", *opt.reasoning_budget);
+        else if (sc.artifact_reasoning_budget)
+          spdlog::info("reasoning budget: {} tokens by default (the artifact's generation config; a request's "
+                       "reasoning_effort or --reasoning-budget overrides it)", *sc.artifact_reasoning_budget);
+        else
+          spdlog::info("reasoning budget: none{}", artifact_budget ? fmt::format(" (--reasoning-budget -1; the "
+                                                                                  "artifact's {} is not used)", *artifact_budget)
+                                                                   : std::string());
         if (tokenizer) service = std::make_unique<ninfer::server::EngineService>(*engine, *tokenizer, chat, sc);
         else service = std::make_unique<ninfer::server::TokenEngineService>(*engine, sc);
         port.attach(service.get());

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/constrain/think_stop_mask.h"
 #include "engine/core/error.h"
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/reasoning_parser.h"
@@ -272,7 +273,9 @@ EngineService::Prompt EngineService::build_prompt(const GenerationRequest& r) co
 
 SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink) {
   Prompt prompt;
-  std::optional<int64_t> budget = request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
+  const std::optional<int64_t> server_budget =
+      request.reasoning_budget ? request.reasoning_budget : config_.default_reasoning_budget;
+  std::optional<int64_t> effort_budget;
   // The Qwen3.5 template takes one system (or developer) message, first: say so, and where, rather than its own
   // words. An artifact's own (Jinja) template decides for itself.
   const bool native = template_.kind() != ChatTemplate::Kind::kJinja;
@@ -287,11 +290,8 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
   }
   try {
     prompt = build_prompt(request);
-    // The effort's budget, capped by the server-wide --reasoning-budget (request.reasoning_budget carries it).
-    if (request.reasoning_effort) {
-      auto resolved = resolve_reasoning(effort_of(*request.reasoning_effort), config_.budgets);
-      if (resolved.budget_tokens) budget = budget ? std::min<int64_t>(*budget, *resolved.budget_tokens) : *resolved.budget_tokens;
-    }
+    if (request.reasoning_effort)
+      effort_budget = resolve_reasoning(effort_of(*request.reasoning_effort), config_.budgets).budget_tokens;
   } catch (const Error& e) {
     std::string param = request.kind == PromptKind::kChat ? "messages" : "prompt";
     if (request.reasoning_effort && std::string(e.what()).find("reasoning_effort") != std::string::npos)
@@ -305,6 +305,9 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
                           "tokens excluded.", id, id >= tokenizer_.vocab_size() ? "not a token" : "a control token",
                           tokenizer_.vocab_size() - 1),
               "logit_bias", 0};
+  // The effort's budget capped by --reasoning-budget (request.reasoning_budget carries it), else that flag, else the
+  // artifact's default.
+  const ReasoningBudget budget = resolve_reasoning_budget(effort_budget, server_budget, config_.artifact_reasoning_budget);
   EngineRequest er;
   try {
     er.constraint = structured_.constraint(request, config_.info.tool_call_format, prompt.opened_reasoning);
@@ -315,8 +318,14 @@ SubmitResult EngineService::submit(GenerationRequest request, std::shared_ptr<Ge
   er.sampling = to_engine(request.sampling);
   er.max_tokens = request.max_tokens.value_or(0);
   er.stop_ids = config_.stop_ids;
-  if (budget && prompt.opened_reasoning)
-    er.controller = std::make_shared<BudgetController>(tokenizer_, static_cast<int32_t>(*budget), true);
+  if (budget.tokens && prompt.opened_reasoning) {
+    er.controller = std::make_shared<BudgetController>(tokenizer_, static_cast<int32_t>(*budget.tokens), true);
+    // The artifact's default is the model's own policy: its think block ends, by itself or by the budget, and an
+    // answer follows (no stop inside the block). An explicit budget only truncates.
+    if (budget.source == ReasoningBudgetSource::kArtifact)
+      er.constraint = std::make_shared<ThinkStopMask>(config_.stop_ids, tokenizer_.require_token_id("</think>"),
+                                                      std::move(er.constraint));
+  }
   auto bridge = std::make_shared<RequestBridge>(engine_, tokenizer_, std::move(sink), request, prompt, config_.stop_ids,
                                                 config_.info.settings);
   auto* raw = bridge.get();

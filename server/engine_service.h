@@ -19,7 +19,10 @@ struct EngineServiceConfig {
   ModelInfo info;                    // name, max_context, defaults, settings (as reported to clients)
   std::vector<int32_t> stop_ids;     // end-of-generation ids (generation_config eos + <|im_end|>)
   ReasoningBudgets budgets;          // reasoning_effort → budget
-  std::optional<int64_t> default_reasoning_budget;  // --reasoning-budget
+  std::optional<int64_t> default_reasoning_budget;  // --reasoning-budget N (caps reasoning_effort budgets)
+  // The artifact's default (generation config reasoning_budget): used when neither the request's reasoning_effort nor
+  // --reasoning-budget gives one; unset after --reasoning-budget -1. resolve_reasoning_budget has the order.
+  std::optional<int64_t> artifact_reasoning_budget;
 };
 
 class EngineService final : public EnginePort {

@@ -212,8 +212,8 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
   app.add_option("--served-model-name", o.served_model_name,
                  "Model id reported and accepted by the API [default: the artifact's name]");
   auto* budget_opt = app.add_option("--reasoning-budget", reasoning_budget,
-                                    "Most reasoning tokens per request (-1: unlimited)")
-                         ->capture_default_str()
+                                    "Most reasoning tokens per request [default: the artifact's generation config "
+                                    "reasoning_budget, else unlimited] (-1: unlimited, the artifact's default ignored)")
                          ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   app.add_option("--tool-call-parser", o.tool_call_parser,
                  "Tool-call markup parsed out of answers: auto (from the artifact's chat template), xml "
@@ -357,6 +357,7 @@ ParsedServeOptions parse_serve_options(int argc, const char* const* argv,
     }
   }
   if (*budget_opt && reasoning_budget >= 0) o.reasoning_budget = reasoning_budget;
+  if (*budget_opt && reasoning_budget < 0) o.reasoning_budget_unlimited = true;
   if (*device_memory_opt) {
     o.device_memory = parse_byte_size(device_memory);
     if (!o.device_memory)
@@ -407,6 +408,7 @@ std::string describe(const ServeOptions& o) {
   if (!o.cors_origins.empty()) s += " --cors-origin " + fmt::format("{}", fmt::join(o.cors_origins, ","));
   if (!o.served_model_name.empty()) s += fmt::format(" --served-model-name {}", o.served_model_name);
   if (o.reasoning_budget) s += fmt::format(" --reasoning-budget {}", *o.reasoning_budget);
+  if (o.reasoning_budget_unlimited) s += " --reasoning-budget -1";
   if (o.tool_call_parser != "auto") s += fmt::format(" --tool-call-parser {}", o.tool_call_parser);
   s += fmt::format(" --threads {} --max-connections {}", o.threads, o.max_connections);
   if (o.max_connections_per_client > 0) s += fmt::format(" --max-connections-per-client {}", o.max_connections_per_client);

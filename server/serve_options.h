@@ -49,7 +49,8 @@ struct ServeOptions {
   std::vector<std::string> api_keys;       // --api-key KEY[,KEY...]
   std::vector<std::string> cors_origins;   // --cors-origin ORIGIN[,ORIGIN...]: empty = no CORS headers
   std::string served_model_name;           // --served-model-name: unset = the artifact's name
-  std::optional<int64_t> reasoning_budget; // --reasoning-budget N: unset (-1) = unlimited
+  std::optional<int64_t> reasoning_budget; // --reasoning-budget N (0 or more); unset: the artifact's default, if any
+  bool reasoning_budget_unlimited = false; // --reasoning-budget -1: no budget, not even the artifact's default
   std::string tool_call_parser = "auto";   // --tool-call-parser auto|xml|hermes|none (auto: from the chat template)
   int threads = 0;                         // --threads: CPU threads, 0 = all cores
   int max_connections = 512;               // --max-connections: open HTTP connections; more get 503

@@ -1,6 +1,7 @@
 #include "engine/pack/packer.h"
 
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -15,6 +16,7 @@
 #include "engine/pack/tensor_plan.h"
 #include "engine/pack/tokenizer_check.h"
 #include "engine/pack/vocab_padding.h"
+#include "engine/tokenizer/reasoning_budget.h"
 
 namespace ninfer {
 
@@ -121,6 +123,20 @@ PackReport pack_artifact(const PackOptions& options) {
     meta["repacked_from"] = a.path();
   }
   meta["producer"] = {{"name", "ninfer-pack"}, {"version", NINFER_VERSION}};
+
+  // The default reasoning budget (generation config reasoning_budget): a bad value in the source is refused here, not
+  // at serve time; --reasoning-budget replaces it (-1 removes it).
+  if (meta.contains("generation"))
+    generation_reasoning_budget(meta["generation"], source_name + (options.hf_dir.empty() ? " (metadata generation)"
+                                                                                           : "/generation_config.json"));
+  if (options.reasoning_budget) {
+    if (*options.reasoning_budget < -1 || *options.reasoning_budget > std::numeric_limits<int32_t>::max())
+      fail(ErrorKind::kInvalidArgument, "--reasoning-budget {}: give a token count from 0 to {}, or -1 to remove it",
+           *options.reasoning_budget, std::numeric_limits<int32_t>::max());
+    if (!meta.contains("generation") || !meta["generation"].is_object()) meta["generation"] = nlohmann::json::object();
+    if (*options.reasoning_budget < 0) meta["generation"].erase("reasoning_budget");
+    else meta["generation"]["reasoning_budget"] = *options.reasoning_budget;
+  }
 
   src.extra.reserve(options.add_safetensors.size());
   for (const std::string& f : options.add_safetensors) {

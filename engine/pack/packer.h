@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct PackOptions {
   QuantOptions quant = {};       // --quant nvfp4 and its policy
   DraftVocabOptions draft = {};  // --draft-vocab N --draft-corpus PATH
   bool show_progress = true;
+  // --reasoning-budget N: the artifact's default reasoning budget, written as the generation config's
+  // reasoning_budget (over the checkpoint's or source artifact's); -1 removes it; unset keeps what the source has.
+  std::optional<int64_t> reasoning_budget = {};
 };
 
 struct PackReport {

@@ -1,6 +1,9 @@
 // Owns reasoning_effort parsing, the effort -> budget mapping and the reasoning budget tracker.
 #include "engine/tokenizer/reasoning_budget.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -39,6 +42,26 @@ ReasoningConfig resolve_reasoning(std::optional<ReasoningEffort> effort, const R
     case ReasoningEffort::kHigh:
       return {true, b.high};
   }
+  return {};
+}
+
+std::optional<int64_t> generation_reasoning_budget(const nlohmann::json& gen, std::string_view where) {
+  if (!gen.is_object()) return std::nullopt;
+  auto it = gen.find("reasoning_budget");
+  if (it == gen.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > std::numeric_limits<int32_t>::max())
+    fail(ErrorKind::kInvalidArgument,
+         "{}: generation config reasoning_budget {} is not a token count (an integer from 0 to {}; leave it out for "
+         "no default budget)",
+         where, it->dump(), std::numeric_limits<int32_t>::max());
+  return it->get<int64_t>();
+}
+
+ReasoningBudget resolve_reasoning_budget(std::optional<int64_t> request, std::optional<int64_t> server,
+                                         std::optional<int64_t> artifact) {
+  if (request) return {server ? std::min(*request, *server) : *request, ReasoningBudgetSource::kRequest};
+  if (server) return {server, ReasoningBudgetSource::kServer};
+  if (artifact) return {artifact, ReasoningBudgetSource::kArtifact};
   return {};
 }
 

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ninfer {
@@ -31,6 +33,27 @@ struct ReasoningConfig {
 
 // none -> thinking off; low/medium/high -> thinking on with that budget; no effort -> template default, no budget.
 ReasoningConfig resolve_reasoning(std::optional<ReasoningEffort> effort, const ReasoningBudgets& budgets = {});
+
+// The reasoning budget an artifact carries as its default: the integer `reasoning_budget` of its generation config
+// (generation_config.json, or `ninfer-pack --reasoning-budget N`). Absent or null: none. Anything but an integer in
+// 0..2^31-1 is an error (kInvalidArgument) naming `where` and the value.
+std::optional<int64_t> generation_reasoning_budget(const nlohmann::json& generation_config, std::string_view where);
+
+// Where a request's reasoning budget came from (resolve_reasoning_budget).
+enum class ReasoningBudgetSource { kNone, kRequest, kServer, kArtifact };
+
+struct ReasoningBudget {
+  std::optional<int64_t> tokens;  // nullopt: unlimited (bounded only by max_tokens)
+  ReasoningBudgetSource source = ReasoningBudgetSource::kNone;
+};
+
+// The budget one request runs under, in precedence order:
+//   1. the request's own (its reasoning_effort low/medium/high), capped by the server's --reasoning-budget when set;
+//   2. the server's --reasoning-budget N;
+//   3. the artifact's default (generation_reasoning_budget; the caller passes none after --reasoning-budget -1);
+//   4. none.
+ReasoningBudget resolve_reasoning_budget(std::optional<int64_t> request, std::optional<int64_t> server,
+                                         std::optional<int64_t> artifact);
 
 // Counts generated reasoning tokens and says when the budget is spent. The engine then appends closing_ids()
 // (the text "\n</think>\n\n", with </think> as its control token) to the sequence, feeds them back through

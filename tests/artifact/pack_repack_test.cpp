@@ -133,5 +133,37 @@ TEST(PackRepack, DraftVocabErrors) {
             std::string::npos);
 }
 
+// --reasoning-budget N writes the artifact's default reasoning budget into its generation config (ninfer-serve's
+// default when neither the request nor its own flag gives one); a repack keeps it, -1 removes it, and a source whose
+// value is not a token count is refused before anything is written.
+TEST(PackRepack, ReasoningBudgetIsWrittenIntoTheGenerationConfig) {
+  TempDir dir;
+  const std::string with = dir.file("with.ninfer"), kept = dir.file("kept.ninfer"), without = dir.file("without.ninfer");
+  Artifact src = Artifact::open(kTiny);
+  nlohmann::json gen = src.metadata()["generation"];
+  gen.erase("reasoning_budget");
+  pack_artifact({.from_artifact = kTiny, .output = with, .show_progress = false, .reasoning_budget = 7});
+  nlohmann::json want = gen;
+  want["reasoning_budget"] = 7;
+  EXPECT_EQ(Artifact::open(with).metadata()["generation"], want);
+  pack_artifact({.from_artifact = with, .output = kept, .show_progress = false});
+  EXPECT_EQ(Artifact::open(kept).metadata()["generation"], want);
+  pack_artifact({.from_artifact = with, .output = without, .show_progress = false, .reasoning_budget = -1});
+  EXPECT_EQ(Artifact::open(without).metadata()["generation"], gen);
+  EXPECT_NE(pack_error({.from_artifact = kTiny, .output = dir.file("bad.ninfer"), .reasoning_budget = -2})
+                .find("--reasoning-budget -2"),
+            std::string::npos);
+
+  const std::string ck = dir.file("ck");
+  fs::copy(std::string(NINFER_TEST_DATA) + "/reference/models/qwen35_tied", ck);
+  testing::write_file(ck + "/generation_config.json", R"({"eos_token_id": 1, "reasoning_budget": "short"})");
+  const std::string err = pack_error({.hf_dir = ck, .output = dir.file("ck.ninfer")});
+  EXPECT_NE(err.find(ck + "/generation_config.json: generation config reasoning_budget \"short\""), std::string::npos)
+      << err;
+  testing::write_file(ck + "/generation_config.json", R"({"eos_token_id": 1, "reasoning_budget": 12})");
+  pack_artifact({.hf_dir = ck, .output = dir.file("ck.ninfer"), .show_progress = false});
+  EXPECT_EQ(Artifact::open(dir.file("ck.ninfer")).metadata()["generation"]["reasoning_budget"], 12);
+}
+
 }  // namespace
 }  // namespace ninfer

@@ -37,7 +37,7 @@ std::vector<std::string> serve_chat(const std::string& backend, std::string& log
   }
   std::vector<std::string> out;
   for (const char* prompt : {"Write a function that reverses a string.", "What is a linked list?"}) {
-    nlohmann::json body = {{"model", "ninfer-tiny"},
+    nlohmann::json body = {{"model", "ninfer-tiny-nvfp4"},
                            {"messages", {{{"role", "user"}, {"content", prompt}}}},
                            {"max_tokens", 48},
                            {"temperature", 0}};

@@ -1,4 +1,5 @@
-// The shipped default model (models/ninfer-tiny.ninfer) against transformers' logits and greedy continuation.
+// ninfer-tiny in f32 (models/ninfer-tiny.ninfer, the reference of the NVFP4 default model) against transformers' logits
+// and greedy continuation.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,4 +1,5 @@
-// The MTP drafter on the shipped default model against transformers + the torch MTP head (tests/data/mtp, tools/mtp).
+// The MTP drafter on ninfer-tiny in f32 (models/ninfer-tiny.ninfer) against transformers + the torch MTP head
+// (tests/data/mtp, tools/mtp).
 #include <gtest/gtest.h>
 
 #include <algorithm>

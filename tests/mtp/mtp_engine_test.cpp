@@ -1,4 +1,5 @@
-// The engine with the MTP drafter on the default model: greedy output equals plain greedy decoding token for token.
+// The engine with the MTP drafter on ninfer-tiny in f32 (the NVFP4 default: tests/spec/nvfp4_default_model_test.cpp):
+// greedy output equals plain greedy decoding token for token.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,5 +1,5 @@
 // --plan-only through the real ninfer-serve binary: exit codes and the table / shortfall text, on the embedded default
-// model (models/ninfer-tiny.ninfer) and on the Qwen3.5-27B --plan-config fixture.
+// model (models/ninfer-tiny-nvfp4.ninfer) and on the Qwen3.5-27B --plan-config fixture.
 #include <sys/wait.h>
 
 #include <array>

@@ -4,7 +4,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <string>
+#include <cstdio>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -16,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/artifact/artifact.h"
+#include "engine/tokenizer/reasoning_budget.h"
 #include "tests/serve/serve_process.h"
 #include "tests/support/test_files.h"
 
@@ -24,6 +28,9 @@ namespace {
 
 using testing::ChildGuard;
 using testing::free_port;
+
+// A prompt whose greedy thinking on the default model runs past the default budget when nothing stops it.
+constexpr const char* kLongThinker = "What is 2+2?";
 
 TEST(DefaultModel, ServesAChatWithReasoningAndContentAndLogsJsonl) {
   testing::TempDir dir;
@@ -56,9 +63,9 @@ TEST(DefaultModel, ServesAChatWithReasoningAndContentAndLogsJsonl) {
 
   auto models = cli.Get("/v1/models");
   ASSERT_TRUE(models);
-  EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"], "ninfer-tiny");
+  EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"], "ninfer-tiny-nvfp4");
 
-  nlohmann::json body = {{"model", "ninfer-tiny"},
+  nlohmann::json body = {{"model", "ninfer-tiny-nvfp4"},
                          {"messages", {{{"role", "user"}, {"content", "Write a Python function that reverses a string."}}}},
                          {"max_tokens", 160},
                          {"temperature", 0}};
@@ -104,7 +111,7 @@ TEST(DefaultModel, ARepeatedChatReusesItsPrefixUnlessTurnedOff) {
     cli.set_read_timeout(120, 0);
     cli.set_connection_timeout(1, 0);
     ASSERT_TRUE(testing::wait_ready(cli, guard.pid)) << "ninfer-serve did not become ready";
-    nlohmann::json body = {{"model", "ninfer-tiny"},
+    nlohmann::json body = {{"model", "ninfer-tiny-nvfp4"},
                            {"messages", {{{"role", "system"}, {"content", "You are a careful assistant who answers in "
                                                                           "short sentences and checks every step."}},
                                          {{"role", "user"}, {"content", "Explain what a prefix cache stores."}}}},
@@ -216,6 +223,116 @@ TEST(DefaultModel, AFailedEngineStepEndsItsRequestAndServingGoesOn) {
   EXPECT_EQ(lines[0]["stop_reason"], "error");
   EXPECT_EQ(lines[1]["stop_reason"], "output_limit");
   EXPECT_NE(testing::read_file(log).find("engine step failed: failpoint 'engine.step' fired (hit 3)"), std::string::npos);
+}
+
+// The request of README.md's "Then, for example", as the README writes it.
+nlohmann::json readme_example_request() {
+  const std::string readme = testing::read_file(std::string(NINFER_SOURCE_ROOT) + "/README.md");
+  const size_t at = readme.find("-d '{\"model\"");
+  EXPECT_NE(at, std::string::npos) << "README.md has no example request";
+  if (at == std::string::npos) return nullptr;
+  const size_t begin = at + 4, end = readme.find("}'", begin);
+  return nlohmann::json::parse(readme.substr(begin, end + 1 - begin));
+}
+
+int64_t default_model_budget() {
+  const std::string path = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny-nvfp4.ninfer";
+  return generation_reasoning_budget(Artifact::open(path).metadata()["generation"], path).value_or(-1);
+}
+
+struct Served {
+  testing::TempDir dir;
+  std::string log = dir.file("serve.log");
+  ChildGuard guard;
+  std::unique_ptr<httplib::Client> cli;
+  explicit Served(std::vector<std::string> args) {
+    const int port = free_port();
+    args.insert(args.end(), {"--port", std::to_string(port), "--max-context", "1024", "--threads", "2"});
+    guard.pid = testing::spawn_serve(args, log);
+    cli = std::make_unique<httplib::Client>("127.0.0.1", port);
+    cli->set_read_timeout(120, 0);
+    cli->set_connection_timeout(1, 0);
+  }
+  nlohmann::json chat(const nlohmann::json& body) {
+    auto res = cli->Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return nullptr;
+    EXPECT_EQ(res->status, 200) << res->body;
+    return nlohmann::json::parse(res->body);
+  }
+};
+
+// Issue 21: the README's example request on the default model, sampled as the README sends it (the artifact's
+// temperature 0.6), answers after its thinking for every seed: the artifact's default reasoning budget ends the think
+// block in time, and the request cannot end inside it.
+TEST(DefaultModel, TheReadmeExampleAnswersForEverySeed) {
+  const nlohmann::json example = readme_example_request();
+  ASSERT_TRUE(example.is_object());
+  EXPECT_EQ(example["model"], "ninfer-tiny-nvfp4");
+  EXPECT_EQ(example["max_tokens"], 200);
+  const int64_t budget = default_model_budget();
+  ASSERT_GT(budget, 0) << "the default model carries no default reasoning budget";
+  Served s({});
+  ASSERT_TRUE(testing::wait_ready(*s.cli, s.guard.pid)) << testing::read_file(s.log);
+  EXPECT_NE(testing::read_file(s.log).find("reasoning budget: " + std::to_string(budget) + " tokens by default"),
+            std::string::npos) << testing::read_file(s.log);
+  int forced = 0;
+  for (int seed = 1; seed <= 8; ++seed) {
+    nlohmann::json body = example;
+    body["seed"] = seed;
+    const nlohmann::json r = s.chat(body);
+    ASSERT_TRUE(r.is_object());
+    const auto& msg = r["choices"][0]["message"];
+    ASSERT_TRUE(msg["content"].is_string()) << r.dump();
+    EXPECT_FALSE(msg["content"].get<std::string>().empty()) << "seed " << seed << ": " << r.dump();
+    EXPECT_FALSE(msg["reasoning_content"].get<std::string>().empty()) << "seed " << seed << ": " << r.dump();
+    const int64_t reasoning = r["usage"]["completion_tokens_details"]["reasoning_tokens"];
+    // The budget's tokens, then the forced "\n</think>\n\n" (its "\n" and </think> still count as reasoning).
+    EXPECT_LE(reasoning, budget + 3) << "seed " << seed;
+    forced += reasoning >= budget;
+  }
+  std::printf("[ README example ] 8 seeds, budget %lld: %d closed by the budget\n", static_cast<long long>(budget), forced);
+}
+
+// An explicit budget still truncates as before: --reasoning-budget 6 closes the block after 6 tokens; with
+// --reasoning-budget -1 there is no budget at all (not even the artifact's), so the same greedy request thinks past it.
+TEST(DefaultModel, AnExplicitBudgetTruncatesAndMinusOneLiftsTheArtifactsDefault) {
+  const int64_t budget = default_model_budget();
+  ASSERT_GT(budget, 0);
+  nlohmann::json body = readme_example_request();
+  ASSERT_TRUE(body.is_object());
+  body["temperature"] = 0;
+  body["messages"][0]["content"] = kLongThinker;
+  body["max_tokens"] = budget + 40;
+  int64_t by_default = 0;
+  {
+    Served s({});
+    ASSERT_TRUE(testing::wait_ready(*s.cli, s.guard.pid)) << testing::read_file(s.log);
+    const nlohmann::json r = s.chat(body);
+    ASSERT_TRUE(r.is_object());
+    by_default = r["usage"]["completion_tokens_details"]["reasoning_tokens"];
+    EXPECT_GE(by_default, budget) << r.dump();
+    EXPECT_LE(by_default, budget + 3) << r.dump();
+  }
+  {
+    Served s({"--reasoning-budget", "6"});
+    ASSERT_TRUE(testing::wait_ready(*s.cli, s.guard.pid)) << testing::read_file(s.log);
+    const nlohmann::json r = s.chat(body);
+    ASSERT_TRUE(r.is_object());
+    const int64_t reasoning = r["usage"]["completion_tokens_details"]["reasoning_tokens"];
+    EXPECT_GE(reasoning, 6) << r.dump();
+    EXPECT_LE(reasoning, 9) << r.dump();
+    EXPECT_GT(r["usage"]["completion_tokens"].get<int64_t>(), reasoning) << "the answer follows the forced </think>";
+    EXPECT_NE(testing::read_file(s.log).find("reasoning budget: 6 tokens (--reasoning-budget"), std::string::npos);
+  }
+  {
+    Served s({"--reasoning-budget", "-1"});
+    ASSERT_TRUE(testing::wait_ready(*s.cli, s.guard.pid)) << testing::read_file(s.log);
+    const nlohmann::json r = s.chat(body);
+    ASSERT_TRUE(r.is_object());
+    EXPECT_GT(r["usage"]["completion_tokens_details"]["reasoning_tokens"].get<int64_t>(), budget + 3) << r.dump();
+    EXPECT_NE(testing::read_file(s.log).find("reasoning budget: none (--reasoning-budget -1"), std::string::npos);
+  }
 }
 
 TEST(DefaultModel, VerifyNamesTheCorruptTensorAndRefusesToStart) {

@@ -1,4 +1,4 @@
-"""n > 1 with the official `openai` client against the real ninfer-serve and the embedded default model (ninfer-tiny).
+"""n > 1 with the official `openai` client against the real ninfer-serve and the embedded default model (ninfer-tiny-nvfp4).
 
 Run: python tests/serve/n_choices_test.py PATH/TO/ninfer-serve   (needs openai)
 A seeded n=3 request gives 3 choices with indices 0..2, the same answers again, usage summed over the choices;
@@ -38,7 +38,7 @@ def client():
 
 
 def ask(**kw):
-    return client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=24, temperature=1.0,
+    return client().chat.completions.create(model="ninfer-tiny-nvfp4", messages=MESSAGES, max_tokens=24, temperature=1.0,
                                             reasoning_effort="none", **kw)
 
 
@@ -84,7 +84,7 @@ class NChoices(unittest.TestCase):
             self.assertEqual(c["cached_tokens"], (prompt - 1) // 16 * 16, line)
 
     def test_completions_n_and_the_bound(self):
-        r = client().completions.create(model="ninfer-tiny", prompt="The harbour at dawn", n=2, max_tokens=8, seed=5,
+        r = client().completions.create(model="ninfer-tiny-nvfp4", prompt="The harbour at dawn", n=2, max_tokens=8, seed=5,
                                         temperature=1.0)
         self.assertEqual([c.index for c in r.choices], [0, 1])
         with self.assertRaises(openai.BadRequestError) as e:

@@ -37,7 +37,7 @@ MESSAGES = [{"role": "user", "content": "Write a Python function that adds two n
 
 class RealServer(unittest.TestCase):
     def test_chat_splits_reasoning_and_reports_usage(self):
-        r = client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=64, temperature=0)
+        r = client().chat.completions.create(model="ninfer-tiny-nvfp4", messages=MESSAGES, max_tokens=64, temperature=0)
         msg = r.choices[0].message
         extra = msg.model_extra or {}
         self.assertTrue(extra.get("reasoning_content"), r)
@@ -47,7 +47,7 @@ class RealServer(unittest.TestCase):
         self.assertIn(r.choices[0].finish_reason, ("stop", "length"))
 
     def test_stream_equals_non_stream(self):
-        args = dict(model="ninfer-tiny", messages=MESSAGES, max_tokens=48, temperature=0)
+        args = dict(model="ninfer-tiny-nvfp4", messages=MESSAGES, max_tokens=48, temperature=0)
         whole = client().chat.completions.create(**args)
         reasoning, content, usage = "", "", None
         for chunk in client().chat.completions.create(stream=True, stream_options={"include_usage": True}, **args):
@@ -62,25 +62,25 @@ class RealServer(unittest.TestCase):
         self.assertEqual(usage.completion_tokens, whole.usage.completion_tokens)
 
     def test_completions_and_models(self):
-        r = client().completions.create(model="ninfer-tiny", prompt="def add(a, b):", max_tokens=8, temperature=0)
+        r = client().completions.create(model="ninfer-tiny-nvfp4", prompt="def add(a, b):", max_tokens=8, temperature=0)
         self.assertEqual(r.usage.completion_tokens, 8)
-        self.assertEqual([m.id for m in client().models.list().data], ["ninfer-tiny"])
+        self.assertEqual([m.id for m in client().models.list().data], ["ninfer-tiny-nvfp4"])
 
     def test_errors_map_to_openai_exceptions(self):
         with self.assertRaises(openai.BadRequestError) as e:
-            client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=100000)
+            client().chat.completions.create(model="ninfer-tiny-nvfp4", messages=MESSAGES, max_tokens=100000)
         self.assertEqual(e.exception.code, "context_length_exceeded")
         with self.assertRaises(openai.NotFoundError):
             client().chat.completions.create(model="no-such-model", messages=MESSAGES, max_tokens=4)
         with self.assertRaises(openai.AuthenticationError):
-            client("wrong-key").chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=4)
+            client("wrong-key").chat.completions.create(model="ninfer-tiny-nvfp4", messages=MESSAGES, max_tokens=4)
         # and the server still serves
-        r = client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=4)
+        r = client().chat.completions.create(model="ninfer-tiny-nvfp4", messages=MESSAGES, max_tokens=4)
         self.assertEqual(r.usage.completion_tokens, 4)
 
     def test_tokenize_counts_what_chat_prefills_and_detokenize_inverts_it(self):
-        usage = client().chat.completions.create(model="ninfer-tiny", messages=MESSAGES, max_tokens=1).usage
-        tok = post("/tokenize", {"model": "ninfer-tiny", "messages": MESSAGES})
+        usage = client().chat.completions.create(model="ninfer-tiny-nvfp4", messages=MESSAGES, max_tokens=1).usage
+        tok = post("/tokenize", {"model": "ninfer-tiny-nvfp4", "messages": MESSAGES})
         self.assertEqual(tok["count"], usage.prompt_tokens)
         self.assertEqual(len(tok["tokens"]), tok["count"])
         self.assertEqual(tok["max_model_len"], 512)
@@ -93,18 +93,18 @@ class RealServer(unittest.TestCase):
 
     def test_logit_bias_forces_and_bans_tokens(self):
         prompt = "def add(a, b):"
-        plain = client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=4, temperature=0,
+        plain = client().completions.create(model="ninfer-tiny-nvfp4", prompt=prompt, max_tokens=4, temperature=0,
                                             logprobs=1)
         first = post("/tokenize", {"prompt": plain.choices[0].text})["tokens"][0]
-        banned = client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=4, temperature=0,
+        banned = client().completions.create(model="ninfer-tiny-nvfp4", prompt=prompt, max_tokens=4, temperature=0,
                                              logit_bias={str(first): -100})
         self.assertNotEqual(post("/tokenize", {"prompt": banned.choices[0].text})["tokens"][0], first)
         forced_id = post("/tokenize", {"prompt": " banana"})["tokens"][0]
-        forced = client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=3, temperature=0,
+        forced = client().completions.create(model="ninfer-tiny-nvfp4", prompt=prompt, max_tokens=3, temperature=0,
                                              logit_bias={str(forced_id): 100})
         self.assertEqual(forced.choices[0].text, post("/detokenize", {"tokens": [forced_id] * 3})["prompt"])
         with self.assertRaises(openai.BadRequestError) as e:
-            client().completions.create(model="ninfer-tiny", prompt=prompt, max_tokens=2, logit_bias={"99999999": 1})
+            client().completions.create(model="ninfer-tiny-nvfp4", prompt=prompt, max_tokens=2, logit_bias={"99999999": 1})
         self.assertEqual(e.exception.body.get("param"), "logit_bias")
 
 

@@ -232,22 +232,42 @@ TEST_F(ServeE2E, StopStringsEndTheAnswerAndJsonlHasOneLinePerRequest) {
   EXPECT_TRUE(saw_stop_string);
 }
 
-TEST_F(ServeE2E, ReasoningBudgetClosesTheThinkBlockAndTheAnswerFollows) {
-  // A second front end on the same engine, with --reasoning-budget 5.
+server::HttpServerConfig any_port() {
+  server::HttpServerConfig c;
+  c.port = 0;
+  return c;
+}
+
+// A second front end on the fixture's engine with its own reasoning budgets: `flag` as --reasoning-budget gives it,
+// `artifact` as an artifact's generation config does.
+struct BudgetFrontEnd {
+  BudgetFrontEnd(const server::EngineServiceConfig& sc, Engine& engine, const Tokenizer& tok, const Artifact& a)
+      : service(engine, tok, ChatTemplate::from_template_text(a.metadata()["chat_template"].get<std::string>()), sc),
+        http(any_port(), service),
+        cli("127.0.0.1", http.start()) {
+    cli.set_read_timeout(60, 0);
+  }
+  ~BudgetFrontEnd() { http.stop(); }
+  server::EngineService service;
+  server::HttpServer http;
+  httplib::Client cli;
+};
+
+server::EngineServiceConfig budget_config(const Artifact& a, const Tokenizer& tok, std::optional<int64_t> flag,
+                                          std::optional<int64_t> artifact) {
   server::EngineServiceConfig sc;
   sc.info.name = "serve-fixture";
   sc.info.max_context = 1024;
-  sc.stop_ids = server::default_stop_ids(s_->artifact->metadata()["generation"], *s_->tokenizer);
-  sc.default_reasoning_budget = 5;
-  server::EngineService service(*s_->engine, *s_->tokenizer,
-                                ChatTemplate::from_template_text(s_->artifact->metadata()["chat_template"].get<std::string>()),
-                                sc);
-  server::HttpServerConfig hc;
-  hc.port = 0;
-  server::HttpServer http(hc, service);
-  int port = http.start();
-  httplib::Client cli("127.0.0.1", port);
-  cli.set_read_timeout(60, 0);
+  sc.stop_ids = server::default_stop_ids(a.metadata()["generation"], tok);
+  sc.default_reasoning_budget = flag;
+  sc.artifact_reasoning_budget = artifact;
+  return sc;
+}
+
+TEST_F(ServeE2E, ReasoningBudgetClosesTheThinkBlockAndTheAnswerFollows) {
+  BudgetFrontEnd fe(budget_config(*s_->artifact, *s_->tokenizer, 5, std::nullopt), *s_->engine, *s_->tokenizer,
+                    *s_->artifact);  // --reasoning-budget 5
+  httplib::Client& cli = fe.cli;
   const auto& conv = s_->golden["conversations"][1];
   nlohmann::json body = {{"model", "serve-fixture"}, {"messages", conv["messages"]}, {"max_tokens", 24}, {"temperature", 0}};
   auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
@@ -263,7 +283,27 @@ TEST_F(ServeE2E, ReasoningBudgetClosesTheThinkBlockAndTheAnswerFollows) {
   // Without the budget the same request reasons for all 24 tokens.
   auto full = post("/v1/chat/completions", body);
   EXPECT_EQ(full["usage"]["completion_tokens_details"]["reasoning_tokens"], 24);
-  http.stop();
+}
+
+// The artifact's default budget (here 5, as if its generation config said so) applies when neither the request nor
+// --reasoning-budget gives one; a request's reasoning_effort replaces it ("low": 1024, so the same request reasons on).
+TEST_F(ServeE2E, ArtifactBudgetIsTheDefaultAndReasoningEffortReplacesIt) {
+  BudgetFrontEnd fe(budget_config(*s_->artifact, *s_->tokenizer, std::nullopt, 5), *s_->engine, *s_->tokenizer,
+                    *s_->artifact);
+  httplib::Client& cli = fe.cli;
+  const auto& conv = s_->golden["conversations"][1];
+  nlohmann::json body = {{"model", "serve-fixture"}, {"messages", conv["messages"]}, {"max_tokens", 24}, {"temperature", 0}};
+  auto reasoning_of = [&](const nlohmann::json& b) -> int64_t {
+    auto res = cli.Post("/v1/chat/completions", b.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no response");
+    if (!res || res->status != 200) return -1;
+    return nlohmann::json::parse(res->body)["usage"]["completion_tokens_details"]["reasoning_tokens"];
+  };
+  const int64_t by_default = reasoning_of(body);
+  EXPECT_GE(by_default, 5);
+  EXPECT_LE(by_default, 8);
+  body["reasoning_effort"] = "low";
+  EXPECT_EQ(reasoning_of(body), 24);  // as without any budget (ReasoningBudgetClosesTheThinkBlockAndTheAnswerFollows)
 }
 
 // Issue 20: tools, an assistant's tool_calls (OpenAI's JSON-string arguments) and tool results go from the request

@@ -39,7 +39,7 @@ Served serve_one(const std::vector<std::string>& extra, const testing::TempDir& 
     ADD_FAILURE() << name << ": ninfer-serve did not become ready:\n" << testing::read_file(dir.file(name + ".log"));
     return out;
   }
-  nlohmann::json body = {{"model", "ninfer-tiny"},
+  nlohmann::json body = {{"model", "ninfer-tiny-nvfp4"},
                          {"messages", {{{"role", "user"}, {"content", "Write a Python function that reverses a string."}}}},
                          {"max_tokens", 64},
                          {"temperature", 0}};

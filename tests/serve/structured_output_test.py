@@ -1,5 +1,5 @@
 """Structured output and forced tool calls with the official `openai` client against the real ninfer-serve and the
-embedded default model (ninfer-tiny), judged by the `jsonschema` package (an independent validator).
+embedded default model (ninfer-tiny-nvfp4), judged by the `jsonschema` package (an independent validator).
 
 Run: python tests/serve/structured_output_test.py PATH/TO/ninfer-serve   (needs openai and jsonschema)
 Every schema of tests/data/constrain/schema_cases.json is asked for with sampling (seeds varied, thinking on for some):
@@ -38,7 +38,7 @@ def client():
 
 
 def ask(messages, **kw):
-    return client().chat.completions.create(model="ninfer-tiny", messages=messages, **kw)
+    return client().chat.completions.create(model="ninfer-tiny-nvfp4", messages=messages, **kw)
 
 
 USER = [{"role": "user", "content": "Answer in JSON."}]
@@ -73,7 +73,7 @@ class StructuredOutput(unittest.TestCase):
             tags: list[str]
 
         for seed in range(3):
-            r = client().chat.completions.parse(model="ninfer-tiny", messages=USER, response_format=Person,
+            r = client().chat.completions.parse(model="ninfer-tiny-nvfp4", messages=USER, response_format=Person,
                                                 max_tokens=200, seed=seed, temperature=1.0)
             person = r.choices[0].message.parsed
             self.assertIsInstance(person, Person, r.choices[0].message.content)

@@ -207,6 +207,25 @@ TEST(ServeOptions, HelpListsEveryFlagAndExitsZero) {
   EXPECT_NE(v.message.find(NINFER_VERSION), std::string::npos);
 }
 
+// --reasoning-budget: absent leaves the artifact's default in force; -1 says unlimited (and drops that default);
+// 0 or more is the server's budget.
+TEST(ServeOptions, ReasoningBudgetAbsentUnlimitedOrGiven) {
+  ParsedServeOptions d = parse({});
+  ASSERT_TRUE(d.options) << d.message;
+  EXPECT_FALSE(d.options->reasoning_budget);
+  EXPECT_FALSE(d.options->reasoning_budget_unlimited);
+  ParsedServeOptions u = parse({"--reasoning-budget", "-1"});
+  ASSERT_TRUE(u.options) << u.message;
+  EXPECT_FALSE(u.options->reasoning_budget);
+  EXPECT_TRUE(u.options->reasoning_budget_unlimited);
+  EXPECT_NE(describe(*u.options).find("--reasoning-budget -1"), std::string::npos) << describe(*u.options);
+  EXPECT_FALSE(http_config_from(*u.options).reasoning_budget);
+  ParsedServeOptions z = parse({"--reasoning-budget", "0"});
+  ASSERT_TRUE(z.options) << z.message;
+  EXPECT_EQ(z.options->reasoning_budget, std::optional<int64_t>(0));
+  EXPECT_FALSE(z.options->reasoning_budget_unlimited);
+}
+
 TEST(ServeOptions, ToolCallParser) {
   ParsedServeOptions d = parse({});
   ASSERT_TRUE(d.options) << d.message;

@@ -168,5 +168,44 @@ TEST(ReasoningBudget, ForcesCloseOnce) {
   EXPECT_FALSE(u.forced_close());
 }
 
+// request (reasoning_effort, capped by --reasoning-budget) > --reasoning-budget > the artifact's default > none.
+TEST(ReasoningBudget, PrecedenceRequestThenServerThenArtifact) {
+  using B = std::optional<int64_t>;
+  using S = ReasoningBudgetSource;
+  auto check = [](B request, B server, B artifact, B tokens, S source) {
+    const ReasoningBudget r = resolve_reasoning_budget(request, server, artifact);
+    EXPECT_EQ(r.tokens, tokens);
+    EXPECT_EQ(r.source, source);
+  };
+  const B none;
+  check(none, none, none, none, S::kNone);
+  check(none, none, B(96), B(96), S::kArtifact);        // only the artifact says
+  check(none, B(500), B(96), B(500), S::kServer);       // the flag over the artifact
+  check(none, B(0), B(96), B(0), S::kServer);           // 0 is a budget, not "unset"
+  check(B(1024), none, B(96), B(1024), S::kRequest);    // the request over the artifact, larger or smaller
+  check(B(16), none, B(96), B(16), S::kRequest);
+  check(B(1024), B(300), B(96), B(300), S::kRequest);   // the flag caps the request's budget
+  check(B(200), B(300), none, B(200), S::kRequest);
+}
+
+TEST(ReasoningBudget, ArtifactDefaultIsAnIntegerTokenCount) {
+  using nlohmann::json;
+  EXPECT_EQ(generation_reasoning_budget(json::object(), "a"), std::nullopt);
+  EXPECT_EQ(generation_reasoning_budget(json(nullptr), "a"), std::nullopt);
+  EXPECT_EQ(generation_reasoning_budget(json{{"reasoning_budget", nullptr}}, "a"), std::nullopt);
+  EXPECT_EQ(generation_reasoning_budget(json{{"temperature", 0.6}, {"reasoning_budget", 96}}, "a"), 96);
+  EXPECT_EQ(generation_reasoning_budget(json{{"reasoning_budget", 0}}, "a"), 0);
+  for (const json& bad : {json(-1), json(1.5), json("96"), json(true), json(int64_t{1} << 31)}) {
+    try {
+      generation_reasoning_budget(json{{"reasoning_budget", bad}}, "m.ninfer (metadata generation)");
+      ADD_FAILURE() << bad.dump() << " accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("m.ninfer (metadata generation)"), std::string::npos) << what;
+      EXPECT_NE(what.find("reasoning_budget " + bad.dump()), std::string::npos) << what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ninfer
