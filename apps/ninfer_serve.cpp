@@ -20,7 +20,7 @@
 #include "engine/model/weight_shard.h"
 #include "engine/runtime/engine.h"
 #include "engine/runtime/memory_plan.h"
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/drafter_registry.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/reasoning_budget.h"
 #include "engine/tokenizer/tokenizer.h"

@@ -13,7 +13,7 @@
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
 #include "engine/runtime/memory_plan.h"
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/drafter_registry.h"
 #include "server/serve_engine_options.h"
 
 namespace ninfer::server {

@@ -25,7 +25,7 @@ struct ForwardBatch {
   std::span<const int32_t> checkpoint_slot = {};
 };
 
-// Which target activations a drafter is conditioned on (engine/spec/drafter.h). Per token row the engine hands over, concatenated in
+// Which target activations a drafter is conditioned on (engine/speculative/drafter.h). Per token row the engine hands over, concatenated in
 // this order: the output of each decoder layer in `layers` (the residual stream x after that layer, [H] each),
 // then, when `final_hidden`, the hidden state after the target's final norm (the row lm_head reads, [H]).
 struct FeatureSpec {

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/spec/drafter.h"
+#include "engine/speculative/drafter.h"
 
 namespace ninfer {
 

@@ -6,7 +6,7 @@
 
 #include "engine/model/forward_batch.h"
 #include "engine/parallel/communicator.h"
-#include "engine/spec/drafter.h"
+#include "engine/speculative/drafter.h"
 
 namespace ninfer {
 

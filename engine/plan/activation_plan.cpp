@@ -133,7 +133,7 @@ ActivationPlan plan_activations(const ActivationInput& in) {
   if (in.w4a4 && in.nvfp4_max_k > 0)
     b.workspace("linear.nvfp4_act", static_cast<uint64_t>(T * nvfp4_act_row_bytes(in.nvfp4_max_k)));
 
-  // MtpDrafter (engine/spec/mtp_drafter.cpp): every observed row through fc and the layer's K/V; the query, MLP and
+  // MtpDrafter (engine/speculative/mtp_drafter.cpp): every observed row through fc and the layer's K/V; the query, MLP and
   // head only for each sequence's newest row (S rows) and the K drafts.
   if (in.mtp) {
     const int64_t nh = c.num_heads, nkv = c.num_kv_heads, hd = c.head_dim;
@@ -155,7 +155,7 @@ ActivationPlan plan_activations(const ActivationInput& in) {
     b.scratch("mtp.logits", {S, in.tp > 1 ? in.draft_head_total : in.draft_head_rows});
     if (in.tp > 1) b.scratch("mtp.logits_part", {S, in.draft_head_rows});  // the rank's share, then gathered
   }
-  // Dflash2Drafter (engine/spec/dflash2_drafter.cpp): append_context over the step's committed rows, then one block
+  // Dflash2Drafter (engine/speculative/dflash2_drafter.cpp): append_context over the step's committed rows, then one block
   // forward of S · B rows.
   if (in.dflash2) {
     const Dflash2Config& d = *in.dflash2;

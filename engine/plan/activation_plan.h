@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/model/model_config.h"
-#include "engine/spec/dflash2_config.h"
+#include "engine/speculative/dflash2_config.h"
 
 namespace ninfer {
 

@@ -9,8 +9,8 @@
 #include "engine/plan/activation_plan.h"
 #include "engine/plan/rank_shard.h"
 #include "engine/runtime/kv_cache.h"
-#include "engine/spec/dflash2_drafter.h"
-#include "engine/spec/mtp_drafter.h"
+#include "engine/speculative/dflash2_drafter.h"
+#include "engine/speculative/mtp_drafter.h"
 
 namespace ninfer {
 

@@ -12,7 +12,7 @@
 #include "engine/artifact/dtype.h"
 #include "engine/model/model_config.h"
 #include "engine/plan/plan_tensors.h"
-#include "engine/spec/dflash2_config.h"
+#include "engine/speculative/dflash2_config.h"
 
 namespace ninfer {
 

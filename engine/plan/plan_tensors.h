@@ -11,7 +11,7 @@
 #include "engine/artifact/artifact.h"
 #include "engine/artifact/dtype.h"
 #include "engine/model/model_config.h"
-#include "engine/spec/dflash2_config.h"
+#include "engine/speculative/dflash2_config.h"
 
 namespace ninfer {
 

@@ -9,7 +9,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/weight_shard.h"
 #include "engine/plan/plan_tensors.h"
-#include "engine/spec/dflash2_config.h"
+#include "engine/speculative/dflash2_config.h"
 
 namespace ninfer {
 

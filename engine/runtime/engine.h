@@ -25,8 +25,8 @@
 #include "engine/runtime/prefix_cache.h"
 #include "engine/runtime/request.h"
 #include "engine/runtime/scheduler.h"
-#include "engine/spec/drafter.h"
-#include "engine/spec/spec_decoder.h"
+#include "engine/speculative/drafter.h"
+#include "engine/speculative/spec_decoder.h"
 
 namespace ninfer {
 

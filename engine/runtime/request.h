@@ -9,7 +9,7 @@
 
 #include "engine/constrain/logit_constraint.h"
 #include "engine/runtime/sampling.h"
-#include "engine/spec/spec_stats.h"
+#include "engine/speculative/spec_stats.h"
 
 namespace ninfer {
 

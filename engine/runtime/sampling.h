@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/constrain/logit_constraint.h"
-#include "engine/spec/rejection_sampler.h"
+#include "engine/speculative/rejection_sampler.h"
 
 namespace ninfer {
 

@@ -7,7 +7,7 @@
 
 #include "engine/artifact/artifact.h"
 #include "engine/model/model_artifact.h"
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/drafter_registry.h"
 #include "tests/cuda/cuda_test_support.h"
 #include "tests/model/reference_model.h"
 #include "tests/support/greedy_engine_run.h"

@@ -7,7 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/drafter_registry.h"
 #include "tests/dflash2/dflash2_fixtures.h"
 #include "tests/support/greedy_engine_run.h"
 #include "tests/support/test_files.h"

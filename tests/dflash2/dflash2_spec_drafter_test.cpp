@@ -10,8 +10,8 @@
 #include "engine/model/model_artifact.h"
 #include "engine/model/model_weights.h"
 #include "engine/pack/packer.h"
-#include "engine/spec/dflash2_spec_drafter.h"
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/dflash2_spec_drafter.h"
+#include "engine/speculative/drafter_registry.h"
 #include "tests/dflash2/dflash2_fixtures.h"
 #include "tests/support/test_files.h"
 

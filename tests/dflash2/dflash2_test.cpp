@@ -7,7 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/model/model_weights.h"
-#include "engine/spec/dflash2_drafter.h"
+#include "engine/speculative/dflash2_drafter.h"
 #include "tests/dflash2/dflash2_fixtures.h"
 #include "tests/support/test_files.h"
 

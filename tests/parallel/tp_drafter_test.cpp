@@ -8,8 +8,8 @@
 #include <random>
 
 #include "engine/model/model_artifact.h"
-#include "engine/spec/drafter_registry.h"
-#include "engine/spec/mtp_drafter.h"
+#include "engine/speculative/drafter_registry.h"
+#include "engine/speculative/mtp_drafter.h"
 #include "tests/model/reference_model.h"
 #include "tests/parallel/tp_model.h"
 #include "tests/support/test_files.h"

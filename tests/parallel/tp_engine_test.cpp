@@ -9,7 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/drafter_registry.h"
 #include "tests/model/reference_model.h"
 #include "tests/parallel/tp_model.h"
 #include "tests/support/request_collector.h"

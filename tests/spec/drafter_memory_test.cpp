@@ -6,7 +6,7 @@
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
 #include "engine/runtime/memory_plan.h"
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/drafter_registry.h"
 
 namespace ninfer {
 namespace {

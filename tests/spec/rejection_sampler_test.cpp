@@ -6,7 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/runtime/sampling.h"
-#include "engine/spec/rejection_sampler.h"
+#include "engine/speculative/rejection_sampler.h"
 #include "tests/spec/chi_square.h"
 
 namespace ninfer::testing {

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/spec/drafter.h"
+#include "engine/speculative/drafter.h"
 
 namespace ninfer::testing {
 

@@ -2,7 +2,7 @@
 """Export a trained drafter (train.py's drafter.pt) as safetensors with the artifact's dflash2.* names.
 
 Writes the matrices as bf16 (default; --dtype f32 keeps them f32), the vectors (norms, mask embedding) as f32, plus
-`dflash2.config`, the f32 vector the C++ loader reads (engine/spec/dflash2_config.h,
+`dflash2.config`, the f32 vector the C++ loader reads (engine/speculative/dflash2_config.h,
 docs/dflash2.md): [format_version=1, hidden_size, num_layers, num_heads, num_kv_heads, head_dim, intermediate_size,
 block_size, mask_token_id, rope_theta, rms_norm_eps, num_target_layers, target_layer_ids...]. The same config goes
 into the safetensors __metadata__ as JSON (for people; the engine reads only the tensor).

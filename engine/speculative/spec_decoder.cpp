@@ -1,5 +1,5 @@
 // Speculative decoding around a Drafter: batched drafting, verification blocks, checkpoint slots, batched observe.
-#include "engine/spec/spec_decoder.h"
+#include "engine/speculative/spec_decoder.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "engine/spec/dflash2_spec_drafter.h"
+#include "engine/speculative/dflash2_spec_drafter.h"
 
 #include <algorithm>
 #include <cstring>

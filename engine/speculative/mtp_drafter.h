@@ -12,7 +12,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/parallel/communicator.h"
-#include "engine/spec/drafter.h"
+#include "engine/speculative/drafter.h"
 #include "engine/backend/scratch_buffers.h"
 
 namespace ninfer {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/runtime/linear_state.h"
-#include "engine/spec/drafter.h"
+#include "engine/speculative/drafter.h"
 
 namespace ninfer {
 

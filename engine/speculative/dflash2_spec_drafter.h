@@ -9,8 +9,8 @@
 
 #include "engine/artifact/artifact.h"
 #include "engine/model/model_config.h"
-#include "engine/spec/dflash2_drafter.h"
-#include "engine/spec/drafter.h"
+#include "engine/speculative/dflash2_drafter.h"
+#include "engine/speculative/drafter.h"
 
 namespace ninfer {
 
@@ -50,7 +50,7 @@ std::unique_ptr<Drafter> make_dflash2_spec_drafter(const Artifact& artifact, con
                                                    WeightStore& store, const DrafterLimits& limits,
                                                    const DrafterRank& rank = {});
 
-// What `--spec dflash2 [--lm-head-draft]` builds (engine/spec/drafter_registry.cpp): checks the dflash2 section (and
+// What `--spec dflash2 [--lm-head-draft]` builds (engine/speculative/drafter_registry.cpp): checks the dflash2 section (and
 // draft_lm_head with lm_head_draft) now, binds the target's embedding and lm_head from `artifact`, which must
 // outlive every drafter the factory makes.
 DrafterFactory make_dflash2_factory(const Artifact& artifact, const ModelConfig& target, bool lm_head_draft);

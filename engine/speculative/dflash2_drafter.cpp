@@ -1,4 +1,4 @@
-#include "engine/spec/dflash2_drafter.h"
+#include "engine/speculative/dflash2_drafter.h"
 
 #include <algorithm>
 #include <cmath>

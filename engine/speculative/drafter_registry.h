@@ -7,8 +7,8 @@
 
 #include "engine/artifact/artifact.h"
 #include "engine/model/model_config.h"
-#include "engine/spec/drafter.h"
-#include "engine/spec/mtp_drafter.h"
+#include "engine/speculative/drafter.h"
+#include "engine/speculative/mtp_drafter.h"
 
 namespace ninfer {
 

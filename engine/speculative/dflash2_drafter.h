@@ -12,8 +12,8 @@
 #include "engine/backend/weight_store.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/parallel/communicator.h"
-#include "engine/spec/dflash2_config.h"
-#include "engine/spec/drafter.h"
+#include "engine/speculative/dflash2_config.h"
+#include "engine/speculative/drafter.h"
 #include "engine/backend/scratch_buffers.h"
 
 namespace ninfer {

@@ -53,7 +53,7 @@ class Drafter {
   // drafts [seqs.size() · k], row-major per sequence, full-vocabulary token ids.
   virtual void propose(std::span<const SeqId> seqs, int32_t k, std::span<int32_t> drafts) = 0;
   // Bytes of the drafter's own caches (KV, per-sequence state), allocated at construction; the memory plan predicts
-  // the same figure with drafter_cache_bytes() (engine/spec/drafter_registry.h) before anything is built.
+  // the same figure with drafter_cache_bytes() (engine/speculative/drafter_registry.h) before anything is built.
   virtual uint64_t cache_bytes() const = 0;
 };
 

@@ -1,4 +1,4 @@
-#include "engine/spec/dflash2_config.h"
+#include "engine/speculative/dflash2_config.h"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // Speculative rejection sampling (one-hot and general proposals) and the plain draw both share.
-#include "engine/spec/rejection_sampler.h"
+#include "engine/speculative/rejection_sampler.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "engine/spec/drafter_registry.h"
+#include "engine/speculative/drafter_registry.h"
 
 #include <memory>
 
@@ -6,7 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/weight_shard.h"
-#include "engine/spec/dflash2_spec_drafter.h"
+#include "engine/speculative/dflash2_spec_drafter.h"
 
 namespace ninfer {
 
