@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/backend/cpu_backend_flags.h"
 #include "bench/common/timing.h"
 #include "engine/backend/backend.h"
 #include "engine/core/half.h"
@@ -17,23 +18,21 @@ using bench::median_seconds;
 
 int main(int argc, char** argv) {
   CLI::App app{"CPU paged attention bench: prefill and decode"};
-  int threads = 2, reps = 5;
+  bench::CpuBackendFlags cpu;
+  int reps = 5;
   int64_t nh = 16, nkv = 8, hd = 128, bs = 16;
   std::vector<int64_t> lengths = {512, 2048};
-  std::string cache = "bf16", simd = "auto";
-  app.add_option("--threads", threads, "backend threads");
+  std::string cache = "bf16";
+  cpu.add_to(app);
   app.add_option("--heads", nh, "query heads");
   app.add_option("--kv-heads", nkv, "kv heads");
   app.add_option("--head-dim", hd, "head dim");
   app.add_option("--tokens", lengths, "prefill lengths");
   app.add_option("--cache", cache, "bf16 | f32");
   app.add_option("--reps", reps, "timed repetitions (median reported)");
-  app.add_option("--simd", simd, "auto | scalar | avx2");
   CLI11_PARSE(app, argc, argv);
 
-  CpuBackendOptions opt;
-  opt.threads = threads;
-  opt.simd = simd == "scalar" ? CpuSimd::kScalar : simd == "avx2" ? CpuSimd::kAvx2 : CpuSimd::kAuto;
+  const CpuBackendOptions opt = cpu.options();
   auto be = make_cpu_backend(opt);
   const DType dt = cache == "f32" ? DType::kF32 : DType::kBF16;
   fmt::print("backend {}; {} heads / {} kv heads, hd {}, {} cache, block {}; median of {}\n", be->name(), nh, nkv, hd,

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/backend/cpu_backend_flags.h"
 #include "bench/common/timing.h"
 #include "engine/backend/backend.h"
 
@@ -34,25 +35,22 @@ double chunked_flops(int64_t T, int64_t dk, int64_t dv) {
 
 int main(int argc, char** argv) {
   CLI::App app{"CPU gated delta rule bench: recurrent vs chunked prefill"};
-  int threads = 2, reps = 5;
+  bench::CpuBackendFlags cpu;
+  int reps = 5;
   int64_t nk = 16, nv = 16, dk = 128, dv = 128;
   std::vector<int64_t> lengths = {64, 512, 2048};
-  std::string simd = "auto";
-  app.add_option("--threads", threads, "backend threads");
+  cpu.add_to(app);
   app.add_option("--nk", nk, "key heads");
   app.add_option("--nv", nv, "value heads (a multiple of --nk)");
   app.add_option("--dk", dk, "key head dim");
   app.add_option("--dv", dv, "value head dim");
   app.add_option("--tokens", lengths, "prefill lengths");
   app.add_option("--reps", reps, "timed repetitions (median reported)");
-  app.add_option("--simd", simd, "auto | scalar | avx2");
   bool chunked_only = false;
   app.add_flag("--chunked-only", chunked_only, "time the chunked form only (for a profile)");
   CLI11_PARSE(app, argc, argv);
 
-  CpuBackendOptions opt;
-  opt.threads = threads;
-  opt.simd = simd == "scalar" ? CpuSimd::kScalar : simd == "avx2" ? CpuSimd::kAvx2 : CpuSimd::kAuto;
+  const CpuBackendOptions opt = cpu.options();
   auto be = make_cpu_backend(opt);
   fmt::print("backend {}; heads {} key / {} value, dk {}, dv {}; median of {}\n", be->name(), nk, nv, dk, dv, reps);
   fmt::print("{:>6} {:>10} {:>12} {:>10} {:>12} {:>10} {:>9}\n", "tokens", "rec ms", "rec tok/s", "chunk ms",

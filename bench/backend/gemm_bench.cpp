@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "bench/common/bandwidth.h"
+#include "bench/backend/cpu_backend_flags.h"
 #include "bench/common/timing.h"
 #include "engine/backend/backend.h"
 #include "engine/core/half.h"
@@ -23,32 +24,29 @@ using bench::median_seconds;
 
 int main(int argc, char** argv) {
   CLI::App app{"CPU backend gemm bench: weight-streaming GB/s vs memory bandwidth"};
-  int threads = 2, reps = 7;
+  bench::CpuBackendFlags cpu;
+  int reps = 7;
   int64_t N = 16384, K = 4096;
-  std::string simd = "auto";
-  app.add_option("--threads", threads, "backend threads (and memcpy threads)");
+  cpu.add_to(app, "backend threads (and memcpy threads)");
   app.add_option("--n", N, "weight rows (output features)");
   app.add_option("--k", K, "weight columns (input features)");
   app.add_option("--reps", reps, "timed repetitions (median reported)");
-  app.add_option("--simd", simd, "auto | scalar | avx2");
   std::string only = "all";
   app.add_option("--only", only, "all | dense (bf16/f16/f32) | nvfp4 | bf16 | w4a4: which weight kinds to time");
   std::vector<int64_t> ms = {1, 2, 4, 8, 32};
   app.add_option("--m", ms, "activation row counts");
   CLI11_PARSE(app, argc, argv);
 
-  CpuBackendOptions opt;
-  opt.threads = threads;
-  opt.simd = simd == "scalar" ? CpuSimd::kScalar : simd == "avx2" ? CpuSimd::kAvx2 : CpuSimd::kAuto;
+  const CpuBackendOptions opt = cpu.options();
   auto be = make_cpu_backend(opt);
 
   const size_t bw_bytes = 512ull << 20;
-  const double copy_bw = bench::memcpy_bandwidth(bw_bytes, threads, reps);
-  const double read_bw = bench::read_bandwidth(bw_bytes, threads, reps);
+  const double copy_bw = bench::memcpy_bandwidth(bw_bytes, cpu.threads, reps);
+  const double read_bw = bench::read_bandwidth(bw_bytes, cpu.threads, reps);
   fmt::print("backend {}\nweights [{} x {}] ({:.0f} MiB in bf16; the default exceeds the last-level cache), median of {}\n",
              be->name(), N, K, double(N) * double(K) * 2.0 / double(1 << 20), reps);
-  fmt::print("memcpy bandwidth ({} threads): {:.2f} GB/s (bytes copied / s)\n", threads, copy_bw / 1e9);
-  fmt::print("read-only sweep  ({} threads): {:.2f} GB/s\n\n", threads, read_bw / 1e9);
+  fmt::print("memcpy bandwidth ({} threads): {:.2f} GB/s (bytes copied / s)\n", cpu.threads, copy_bw / 1e9);
+  fmt::print("read-only sweep  ({} threads): {:.2f} GB/s\n\n", cpu.threads, read_bw / 1e9);
   fmt::print("{:<6} {:>4} {:>10} {:>10} {:>12} {:>12} {:>10}\n", "dtype", "M", "ms", "GB/s", "vs memcpy", "vs read",
              "GFLOP/s");
 
