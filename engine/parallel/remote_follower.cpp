@@ -1,5 +1,7 @@
 #include "engine/parallel/remote_follower.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "engine/core/error.h"
@@ -7,6 +9,7 @@
 #include "engine/parallel/rank_replica.h"
 #include "engine/parallel/remote_ranks.h"
 #include "engine/parallel/step_message.h"
+#include "engine/speculative/drafter_registry.h"
 
 namespace ninfer {
 
@@ -36,17 +39,54 @@ void run_tp_follower(const Artifact& artifact, const ModelConfig& config, GlooGr
   RankReplica replica(ModelWeights::bind(artifact, config), config, rank, tp, make_backend(backend), group.communicator());
   group.barrier(ready_timeout);
   spdlog::info("tensor parallel rank {}/{}: ready, following rank 0", rank, group.size());
+  std::unique_ptr<Drafter> drafter;  // this rank's share of a split drafter (kDraftBuild)
+  std::vector<int32_t> drafts;
+  auto need_drafter = [&](const char* call) -> Drafter& {
+    if (!drafter) fail(ErrorKind::kInternal, "tensor parallel rank {}: rank 0 sent a drafter {} before building it", rank, call);
+    return *drafter;
+  };
   uint64_t steps = 0;
   for (;;) {
     // Rank 0 may stay idle for as long as nobody sends a request: this wait has no useful bound. Rank 0's process
     // ending closes its connections, which ends the wait at once.
     group.broadcast_bytes(bytes, 0, std::chrono::hours(24 * 365));
     const StepMessage message = decode_step(bytes);
+    for (const DrafterOp& op : message.drafter_ops) {
+      Drafter& d = need_drafter("sequence");
+      if (op.kind == DrafterOp::Kind::kAdd) d.add_sequence(op.seq);
+      else d.release(op.seq);
+    }
     for (const StateOp& op : message.state_ops) replica.apply(op);
-    if (message.kind == StepMessage::Kind::kStop) break;
-    if (message.kind == StepMessage::Kind::kPing) continue;
-    replica.forward(message.batch());
-    ++steps;
+    switch (message.kind) {
+      case StepMessage::Kind::kStop: break;
+      case StepMessage::Kind::kPing: continue;
+      case StepMessage::Kind::kForward:
+        replica.forward(message.batch());
+        ++steps;
+        continue;
+      case StepMessage::Kind::kDraftBuild:
+        replica.backend->bind_thread();
+        drafter = make_drafter_factory(message.recipe, artifact, config)
+                      .shard(*replica.weights, message.limits,
+                             {.rank = rank, .size = group.size(), .comm = &group.communicator()});
+        spdlog::info("tensor parallel rank {}/{}: built its share of the {} drafter", rank, group.size(),
+                     message.recipe.method);
+        continue;
+      case StepMessage::Kind::kDraftObserve: {
+        Drafter& d = need_drafter("observe");
+        replica.backend->bind_thread();
+        d.observe(message.draft_rows(d.features().width(config.hidden_size)));
+        continue;
+      }
+      case StepMessage::Kind::kDraftPropose: {
+        Drafter& d = need_drafter("propose");
+        replica.backend->bind_thread();
+        drafts.resize(message.propose_seqs.size() * static_cast<size_t>(std::max(message.propose_k, 0)));
+        d.propose(message.propose_seqs, message.propose_k, drafts);
+        continue;
+      }
+    }
+    break;  // kStop
   }
   spdlog::info("tensor parallel rank {}/{}: rank 0 said stop after {} steps", rank, group.size(), steps);
 }

@@ -4,6 +4,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/failpoint.h"
+#include "engine/parallel/remote_drafter.h"
 
 namespace ninfer {
 
@@ -77,26 +78,50 @@ void RemoteRanks::watch(std::chrono::milliseconds idle_check) {
   }
 }
 
-void RemoteRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
-                          std::span<float> logits, const FeatureCapture& capture) {
+void RemoteRanks::lockstep(StepMessage message, const std::function<void()>& leader_part) {
   std::lock_guard lock(mu_);
   if (!broken_.empty()) fail(ErrorKind::kIo, "{}", broken_);
+  message.state_ops = std::move(pending_);
+  message.drafter_ops = std::move(pending_drafter_);
+  pending_.clear();
+  pending_drafter_.clear();
   try {
-    send(StepMessage::forward(batch, std::move(pending_)), std::chrono::minutes(5));
+    send(message, std::chrono::minutes(5));
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kIo) lost(fmt::format("a follower process was lost: {}", e.what()));
     throw;
   }
-  pending_.clear();
-  // The followers now run this step and wait in its collectives for rank 0: whatever stops rank 0's forward part way
+  // The followers now run this work and wait in its collectives for rank 0: whatever stops rank 0's part part way
   // leaves them out of step for good (nothing can bring a follower out of a collective but a closed connection).
   try {
-    failpoint("tp.leader_forward");
-    leader.forward(batch, kv, state, logits, capture);
+    leader_part();
   } catch (const std::exception& e) {
     lost(fmt::format("rank 0 failed in the middle of a step, so the followers are out of step: {}", e.what()));
     throw;
   }
+}
+
+void RemoteRanks::queue(const DrafterOp& op) {
+  std::lock_guard lock(mu_);
+  pending_drafter_.push_back(op);
+}
+
+void RemoteRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
+                          std::span<float> logits, const FeatureCapture& capture) {
+  lockstep(StepMessage::forward(batch, {}), [&] {
+    failpoint("tp.leader_forward");
+    leader.forward(batch, kv, state, logits, capture);
+  });
+}
+
+std::unique_ptr<Drafter> RemoteRanks::sharded_drafter(const DrafterFactory& factory, WeightStore& leader_weights,
+                                                      const DrafterLimits& limits) {
+  if (!factory.recipe || !factory.shard) return nullptr;
+  std::unique_ptr<Drafter> share;
+  lockstep(StepMessage::draft_build(*factory.recipe, limits), [&] {
+    share = factory.shard(leader_weights, limits, {.rank = 0, .size = size(), .comm = &group_.communicator()});
+  });
+  return std::make_unique<RemoteDrafter>(*this, std::move(share));
 }
 
 }  // namespace ninfer

@@ -1,6 +1,7 @@
 // Owns rank 0's side of a multi-process tensor-parallel group (GlooGroup, one rank per process): telling the follower
-// processes the group's setup and waiting until each has built its rank, then sending every forward step with the GDN
-// state operations rank 0's bookkeeping did since the last one, and stop when the engine ends.
+// processes the group's setup and waiting until each has built its rank, then sending every forward step (and every
+// call of a split drafter) with the GDN state and drafter operations rank 0's bookkeeping did since the last one, and
+// stop when the engine ends.
 #pragma once
 
 #include <chrono>
@@ -52,10 +53,17 @@ class RemoteRanks final : public TpFollowers, private StateMirror {
                const FeatureCapture& capture) override;
   // Rank 0's state operations are recorded and sent to the followers with the next step.
   void mirror_state(LinearStateCache& leader) override { leader.mirror_to(static_cast<StateMirror&>(*this)); }
-  // None: the follower processes take step messages only, so the drafter runs whole on rank 0 (docs/parallel.md).
-  std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory::Shard&, WeightStore&, const DrafterLimits&) override {
-    return nullptr;
-  }
+  // Every follower builds its share from the factory's recipe and its own copy of the artifact (a kDraftBuild message),
+  // rank 0 builds its own; the RemoteDrafter returned sends each later call to the followers. nullptr for a factory
+  // without a recipe or a shard builder (the drafter then runs whole on rank 0).
+  std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory& factory, WeightStore& leader_weights,
+                                           const DrafterLimits& limits) override;
+
+  // Sends `message` with the pending drafter and state operations, then runs `leader_part` (rank 0's share of the same
+  // work) while the followers run theirs, meeting rank 0 in its collectives. Failures break the group as forward's do.
+  void lockstep(StepMessage message, const std::function<void()>& leader_part);
+  // A split drafter's add_sequence / release on rank 0, sent with the next message.
+  void queue(const DrafterOp& op);
 
  private:
   void zero_row(int32_t row) override { pending_.push_back({StateOp::Kind::kZero, row, 0}); }
@@ -67,6 +75,7 @@ class RemoteRanks final : public TpFollowers, private StateMirror {
 
   GlooGroup& group_;
   std::vector<StateOp> pending_;
+  std::vector<DrafterOp> pending_drafter_;
   std::function<void(const std::string&)> on_lost_;
   std::mutex mu_;  // one message at a time: the engine's steps and the idle check's pings
   std::condition_variable cv_;

@@ -27,10 +27,11 @@ class TpFollowers {
   // Makes every GDN state operation of rank 0's `leader` (zeroing an acquired slot, copy_slot) also happen on every
   // other rank's state, before that rank's next forward. Call once, with rank 0's state built with the group's rows.
   virtual void mirror_state(LinearStateCache& leader) = 0;
-  // A drafter split over the ranks: `shard` builds each rank's share on that rank's backend (rank 0's through
-  // `leader_weights`), and every call of the returned drafter runs on every rank in lockstep. nullptr where these
-  // ranks cannot run drafter work (other processes: the drafter then runs whole on rank 0).
-  virtual std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory::Shard& shard, WeightStore& leader_weights,
+  // A drafter split over the ranks: `factory.shard` builds each rank's share on that rank's backend (rank 0's through
+  // `leader_weights`; a process's through its own copy of the artifact, from `factory.recipe`), and every call of the
+  // returned drafter runs on every rank in lockstep. nullptr where the ranks cannot build their shares (no shard
+  // builder; other processes and no recipe): the drafter then runs whole on rank 0.
+  virtual std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory& factory, WeightStore& leader_weights,
                                                    const DrafterLimits& limits) = 0;
 };
 

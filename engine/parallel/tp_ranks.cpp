@@ -133,12 +133,13 @@ void TpRanks::mirror_state(LinearStateCache& leader) {
   for (auto& f : followers_) leader.mirror_to(*f->replica->state);
 }
 
-std::unique_ptr<Drafter> TpRanks::sharded_drafter(const DrafterFactory::Shard& shard, WeightStore& leader_weights,
+std::unique_ptr<Drafter> TpRanks::sharded_drafter(const DrafterFactory& factory, WeightStore& leader_weights,
                                                  const DrafterLimits& limits) {
+  if (!factory.shard) return nullptr;
   std::vector<std::unique_ptr<Drafter>> shares(static_cast<size_t>(size()));
   run([&](int rank) {
     WeightStore& store = rank == 0 ? leader_weights : *followers_[static_cast<size_t>(rank - 1)]->replica->weights;
-    shares[static_cast<size_t>(rank)] = shard(store, limits, {.rank = rank, .size = size(), .comm = &communicator(rank)});
+    shares[static_cast<size_t>(rank)] = factory.shard(store, limits, {.rank = rank, .size = size(), .comm = &communicator(rank)});
   });
   return std::make_unique<RankDrafters>(*this, std::move(shares));
 }

@@ -68,7 +68,7 @@ class TpRanks final : public TpFollowers {
   // with rank 0's state built with the same rows as TpSetup's.
   void mirror_state(LinearStateCache& leader) override;
   // Every rank's share of the drafter, built on its own thread and backend; a RankDrafters over them.
-  std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory::Shard& shard, WeightStore& leader_weights,
+  std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory& factory, WeightStore& leader_weights,
                                            const DrafterLimits& limits) override;
 
   Model& model(int rank);

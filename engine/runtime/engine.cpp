@@ -155,7 +155,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   if (options_.drafter) {
     const DrafterLimits limits = drafter_limits(options_, options_.max_context);
     std::unique_ptr<Drafter> drafter;
-    if (tp_ && options_.drafter.shard) drafter = tp_->sharded_drafter(options_.drafter.shard, *weights_, limits);
+    if (tp_) drafter = tp_->sharded_drafter(options_.drafter, *weights_, limits);
     if (drafter) {
       spdlog::info("speculative decoding under tensor parallelism: the drafter is split over the {} ranks as the "
                    "target's layers are (docs/parallel.md)", tp_->size());
@@ -164,7 +164,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
       if (tp_)
         spdlog::info("speculative decoding under tensor parallelism: the drafter runs whole on rank 0, conditioned on "
                      "rank 0's target features ({}; docs/parallel.md)",
-                     options_.drafter.shard ? "the other ranks are processes" : "this drafter is not split");
+                     options_.drafter.shard ? "the other processes cannot build this drafter" : "this drafter is not split");
     }
     spec_ = std::make_unique<SpecDecoder>(std::move(drafter), options_.draft_tokens, options_.max_concurrency, *state_,
                                           config_.vocab_size);

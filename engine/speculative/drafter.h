@@ -17,6 +17,7 @@
 namespace ninfer {
 
 class Communicator;
+struct DrafterRecipe;  // engine/speculative/drafter_registry.h
 
 // Rows the target has computed for committed tokens of one sequence: positions [start, start + n). Row i
 // carries the target features at position start + i and next_tokens[i], the committed token at start + i + 1
@@ -96,6 +97,9 @@ struct DrafterFactory {
 
   Whole whole;
   Shard shard;  // empty: the drafter is not split (under TP it runs whole on rank 0)
+  // How another process builds the same factory from its own copy of the artifact (make_drafter_factory's arguments),
+  // so that ranks in other processes can build their shares; null for drafters that only this process can build.
+  std::shared_ptr<const DrafterRecipe> recipe;
 };
 
 }  // namespace ninfer

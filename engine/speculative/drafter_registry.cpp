@@ -29,9 +29,20 @@ int32_t default_draft_tokens(std::string_view method) {
 
 DrafterFactory make_drafter_factory(std::string_view method, const Artifact& artifact, const ModelConfig& config,
                                     bool lm_head_draft, const MtpOptions& mtp) {
+  MtpOptions options = mtp;
+  options.lm_head_draft = lm_head_draft;
+  return make_drafter_factory(DrafterRecipe{.method = std::string(method), .lm_head_draft = lm_head_draft, .mtp = options},
+                              artifact, config);
+}
+
+namespace {
+
+DrafterFactory factory_of(const DrafterRecipe& recipe, const Artifact& artifact, const ModelConfig& config) {
+  const std::string_view method = recipe.method;
+  const bool lm_head_draft = recipe.lm_head_draft;
   if (method == "mtp") {
     auto weights = std::make_shared<const MtpWeights>(MtpWeights::bind(artifact, config, lm_head_draft));
-    MtpOptions options = mtp;
+    MtpOptions options = recipe.mtp;
     options.lm_head_draft = lm_head_draft;
     DrafterFactory f = [weights, config, options](WeightStore& store, const DrafterLimits& limits) {
       return std::unique_ptr<Drafter>(
@@ -51,6 +62,14 @@ DrafterFactory make_drafter_factory(std::string_view method, const Artifact& art
   }
   if (method == "dflash2") return make_dflash2_factory(artifact, config, lm_head_draft);
   unknown_method(artifact.path() + ": ", method);
+}
+
+}  // namespace
+
+DrafterFactory make_drafter_factory(const DrafterRecipe& recipe, const Artifact& artifact, const ModelConfig& config) {
+  DrafterFactory f = factory_of(recipe, artifact, config);
+  f.recipe = std::make_shared<const DrafterRecipe>(recipe);
+  return f;
 }
 
 uint64_t drafter_cache_bytes(std::string_view method, const Artifact& artifact, const ModelConfig& config,

@@ -74,6 +74,63 @@ TEST(StepMessage, BytesThatAreNotAMessageAreRefused) {
   for (size_t cut = 0; cut < bytes.size(); ++cut) EXPECT_FALSE(error_of({bytes.begin(), bytes.begin() + cut}).empty());
 }
 
+TEST(StepMessage, DrafterCallsSurviveTheirBytes) {
+  DrafterRecipe recipe{.method = "mtp", .lm_head_draft = true};
+  recipe.mtp.hidden = MtpHidden::kPreFinalNorm;
+  recipe.mtp.recursion = MtpRecursion::kBeforeNorm;
+  recipe.mtp.kv_block_size = 32;
+  recipe.mtp.lm_head_draft = true;
+  StepMessage build = StepMessage::draft_build(recipe, {.max_sequences = 4, .max_context = 70000, .draft_tokens = 3});
+  build.drafter_ops = {{DrafterOp::Kind::kAdd, 7}, {DrafterOp::Kind::kRelease, int64_t{1} << 40}};
+  build.state_ops = {{StateOp::Kind::kZero, 3, 0}};
+  const StepMessage b = decode_step(encode_step(build));
+  EXPECT_EQ(b.kind, StepMessage::Kind::kDraftBuild);
+  EXPECT_EQ(b.recipe, recipe);
+  EXPECT_EQ(b.limits.max_sequences, 4);
+  EXPECT_EQ(b.limits.max_context, 70000);
+  EXPECT_EQ(b.limits.draft_tokens, 3);
+  EXPECT_EQ(b.drafter_ops, build.drafter_ops);
+  EXPECT_EQ(b.state_ops, build.state_ops);
+
+  // Two sequences' rows, width 2: sequence 5 has 2 rows from position 10, sequence 9 one row from 0.
+  const std::vector<int32_t> next5{11, 12}, next9{4};
+  const std::vector<float> feat5{0.5f, -1.f, 2.f, 3.25f}, feat9{-0.f, 1e-30f};
+  const std::vector<DraftRows> rows{{.seq = 5, .start = 10, .next_tokens = next5, .features = feat5},
+                                    {.seq = 9, .start = 0, .next_tokens = next9, .features = feat9}};
+  const StepMessage o = decode_step(encode_step(StepMessage::draft_observe(rows)));
+  EXPECT_EQ(o.kind, StepMessage::Kind::kDraftObserve);
+  const std::vector<DraftRows> got = o.draft_rows(2);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got[i].seq, rows[i].seq);
+    EXPECT_EQ(got[i].start, rows[i].start);
+    EXPECT_EQ(std::vector<int32_t>(got[i].next_tokens.begin(), got[i].next_tokens.end()),
+              std::vector<int32_t>(rows[i].next_tokens.begin(), rows[i].next_tokens.end()));
+    EXPECT_EQ(std::vector<float>(got[i].features.begin(), got[i].features.end()),
+              std::vector<float>(rows[i].features.begin(), rows[i].features.end()));
+  }
+  // Rows whose features do not match their count are refused, naming the mismatch.
+  try {
+    o.draft_rows(3);
+    ADD_FAILURE() << "features of width 3 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCorrupt);
+    EXPECT_NE(std::string(e.what()).find("feature"), std::string::npos) << e.what();
+  }
+
+  const std::vector<SeqId> seqs{5, 9};
+  const StepMessage p = decode_step(encode_step(StepMessage::draft_propose(seqs, 3)));
+  EXPECT_EQ(p.kind, StepMessage::Kind::kDraftPropose);
+  EXPECT_EQ(p.propose_seqs, std::vector<int64_t>(seqs.begin(), seqs.end()));
+  EXPECT_EQ(p.propose_k, 3);
+
+  // Every cut of a drafter message is refused.
+  for (const StepMessage& m : {build, StepMessage::draft_observe(rows)}) {
+    const std::vector<char> bytes = encode_step(m);
+    for (size_t cut = 0; cut < bytes.size(); ++cut) EXPECT_FALSE(error_of({bytes.begin(), bytes.begin() + cut}).empty());
+  }
+}
+
 TEST(GroupSetup, SurvivesItsBytes) {
   const GroupSetup g{.tp = 2, .kv_block_size = 16, .kv_blocks = 4096, .kv_dtype = 3, .state_slots = 4,
                      .state_checkpoints = 3, .state_extra_rows = 9, .nvfp4_activations = 1, .artifact_bytes = 123456789,

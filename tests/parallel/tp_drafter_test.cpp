@@ -135,7 +135,7 @@ TEST_P(TpRankDrafters, ProposeTheWholeDraftersTokens) {
   ASSERT_TRUE(f.shard);
   const DrafterLimits limits{.max_sequences = 2, .max_context = 64, .draft_tokens = 3};
   std::unique_ptr<Drafter> one = f(*m.weights, limits);
-  std::unique_ptr<Drafter> split = m.ranks->sharded_drafter(f.shard, *m.weights, limits);
+  std::unique_ptr<Drafter> split = m.ranks->sharded_drafter(f, *m.weights, limits);
   ASSERT_TRUE(split);
   EXPECT_LT(split->cache_bytes(), one->cache_bytes());  // rank 0 caches only its KV heads
   const int64_t H = m.config.hidden_size, W = one->features().width(H);

@@ -78,10 +78,16 @@ int exit_code(Server& s, std::chrono::seconds timeout) {
 const std::string kF32Tiny = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
 
 TEST(MultiProcessTp, TwoProcessesAnswerAsOneProcessDoes) {
-  for (const std::vector<std::string>& extra :
-       {std::vector<std::string>{"--model", kF32Tiny},
-        std::vector<std::string>{"--model", kF32Tiny, "--kv-dtype", "int8", "--spec", "mtp"}}) {
-    SCOPED_TRACE(extra.size() == 2 ? "plain" : "int8 KV, MTP");
+  struct Case {
+    const char* name;
+    std::vector<std::string> extra;
+    bool spec;
+  };
+  for (const Case& c : {Case{"plain", {"--model", kF32Tiny}, false},
+                        Case{"int8 KV, MTP", {"--model", kF32Tiny, "--kv-dtype", "int8", "--spec", "mtp"}, true},
+                        Case{"DFlash2", {"--model", kF32Tiny, "--spec", "dflash2"}, true}}) {
+    SCOPED_TRACE(c.name);
+    const std::vector<std::string>& extra = c.extra;
     testing::TempDir dir;
     const int http1 = free_port();
     Server tp1;
@@ -101,8 +107,23 @@ TEST(MultiProcessTp, TwoProcessesAnswerAsOneProcessDoes) {
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_EQ(got[i]["choices"][0]["message"], want[i]["choices"][0]["message"]) << "chat " << i;
       EXPECT_EQ(got[i]["usage"], want[i]["usage"]) << "chat " << i;
+      if (c.spec) {
+        // The drafter is split over the two processes: each holds half of its heads and head rows, so its drafts (and
+        // what the target accepts of them) are the one-process drafter's only if both shares ran every call.
+        const nlohmann::json &g = got[i]["timings"], &w = want[i]["timings"];
+        ASSERT_TRUE(g.contains("draft_n")) << g.dump();
+        EXPECT_GT(g["draft_n_accepted"].get<int64_t>(), 0) << "chat " << i;
+        EXPECT_EQ(g["draft_n"], w["draft_n"]) << "chat " << i;
+        EXPECT_EQ(g["draft_n_accepted"], w["draft_n_accepted"]) << "chat " << i;
+        EXPECT_EQ(g["spec"]["accepted_per_pos"], w["spec"]["accepted_per_pos"]) << "chat " << i;
+      }
     }
-    if (extra.size() == 2) {
+    if (c.spec) {
+      EXPECT_NE(testing::read_file(leader.log).find("the drafter is split over the 2 ranks"), std::string::npos)
+          << testing::read_file(leader.log);
+      EXPECT_NE(testing::read_file(follower.log).find("built its share of the"), std::string::npos)
+          << testing::read_file(follower.log);
+    } else {
       EXPECT_GT(got[2]["usage"]["prompt_tokens_details"]["cached_tokens"], 0);  // prefix reuse
     }
     kill(leader.guard.pid, SIGTERM);
