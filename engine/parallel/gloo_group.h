@@ -37,6 +37,7 @@ std::string gloo_local_address(const std::string& master_addr);
 // bits but the order of the additions is not the rank order (TP is compared with TP1 within a tolerance), and a
 // failure is per process: a peer that died or timed out makes the collective throw Error(kIo) "tensor-parallel peer
 // lost …" on the ranks that wait for it, after which the group is broken (there is no abort/reset across processes).
+// Joining a group makes the process ignore SIGPIPE (Gloo's writes to a dead peer would otherwise end it silently).
 class GlooGroup {
  public:
   explicit GlooGroup(const GlooGroupOptions& options);
