@@ -14,6 +14,7 @@
 #include "bench/common/nvfp4_artifact.h"
 #include "bench/common/synthetic_checkpoint.h"
 #include "engine/artifact/artifact.h"
+#include "engine/backend/profiling_backend.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
 #include "engine/runtime/engine.h"
@@ -41,23 +42,28 @@ std::vector<RequestResult> run(Engine& e, int batch, int prompt_len, int max_tok
 struct Measured {
   std::string variant, backend;
   double weight_gb = 0, decode1 = 0, decode_b = 0, prefill = 0;
+  std::string prefill_ops = {}, decode_ops = {};  // --profile-ops: the op tables of the prefill and batch-1 decode runs
 };
 
 Measured measure(const std::string& variant, const std::string& path, Nvfp4Activations mode, int threads, int prompt,
-                 int tokens, int batch) {
+                 int tokens, int batch, bool profile_ops) {
   Artifact a = Artifact::open(path);
   ModelConfig c = load_model_config(a);
   uint64_t weight_bytes = 0;
   for (const auto& t : a.tensors()) weight_bytes += t.bytes;
+  auto profile = profile_ops ? std::make_shared<OpProfile>() : nullptr;
   Engine e(a, c, {.max_context = prompt + tokens + 16, .prefill_chunk = 2048, .max_concurrency = batch,
-                  .kv_dtype = DType::kBF16, .threads = threads, .nvfp4_activations = mode});
+                  .kv_dtype = DType::kBF16, .threads = threads, .nvfp4_activations = mode, .op_profile = profile});
   std::fprintf(stderr, "%s: warming up (pages the weights in)...\n", variant.c_str());
   run(e, 1, 8, 2, static_cast<int>(c.vocab_size));
   Measured m{variant, e.backend_name(), weight_bytes / 1e9};
+  if (profile) profile->clear();
   auto pre = run(e, 1, prompt, 1, static_cast<int>(c.vocab_size));
   m.prefill = prompt / pre[0].timings.prefill_s;
+  if (profile) m.prefill_ops = profile->table(), profile->clear();
   auto one = run(e, 1, 16, tokens, static_cast<int>(c.vocab_size));
   m.decode1 = (tokens - 1) / one[0].timings.decode_s;
+  if (profile) m.decode_ops = profile->table();
   auto many = run(e, batch, 16, tokens, static_cast<int>(c.vocab_size));
   double window = 0;
   for (const auto& r : many) window = std::max(window, r.timings.decode_s);
@@ -83,6 +89,9 @@ int main(int argc, char** argv) {
   std::string variants = "bf16,w4a4,w4a16";
   app.add_option("--variants", variants,
                  "comma-separated: bf16 (the packed model), w4a4 / w4a16 (its NVFP4 derivative, activations NVFP4 / f32)");
+  bool profile_ops = false;
+  app.add_flag("--profile-ops", profile_ops,
+               "time every backend op (ProfilingBackend) and print where the prefill and the batch-1 decode spend it");
   CLI11_PARSE(app, argc, argv);
 
   const std::string hf = dir + "/hf", art = dir + "/model.ninfer";
@@ -112,7 +121,7 @@ int main(int argc, char** argv) {
   std::vector<Measured> rows;
   for (const auto& v : wanted) {
     rows.push_back(measure(v, v == "bf16" ? art : art4, v == "w4a16" ? Nvfp4Activations::kFloat : Nvfp4Activations::kNvfp4,
-                           threads, prompt, tokens, batch));
+                           threads, prompt, tokens, batch, profile_ops));
   }
 
   const double copy_bw = bench::memcpy_bandwidth(size_t(1) << 30, threads, 5);
@@ -129,6 +138,12 @@ int main(int argc, char** argv) {
     fmt::print("| {} | {} | {:.3f} | {:.1f} / {:.1f} | {:.2f} | {:.2f} | {:.1f} | {:.2f}x |\n", m.variant, m.backend,
                m.weight_gb, copy_bw / (m.weight_gb * 1e9), read_bw / (m.weight_gb * 1e9), m.decode1, m.decode_b,
                m.prefill, m.decode1 / rows.front().decode1);
+  }
+  if (profile_ops) {
+    fmt::print("\nOp profile (each op's wall time on the backend; the engine's own work between ops is not in it)\n");
+    for (const auto& m : rows)
+      fmt::print("\n{}: prefill of {} tokens\n\n{}\n{}: batch-1 decode of {} tokens\n\n{}", m.variant, prompt,
+                 m.prefill_ops, m.variant, tokens, m.decode_ops);
   }
   return 0;
 }

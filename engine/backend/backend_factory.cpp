@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/backend/cuda_backend.h"
+#include "engine/backend/profiling_backend.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 
@@ -64,6 +65,7 @@ std::unique_ptr<Backend> make_backend(const BackendSelection& s) {
     b = make_cuda_backend({.device = s.device, .nvfp4_activations = s.nvfp4_activations});
   else
     b = make_cpu_backend({.threads = s.threads, .nvfp4_activations = s.nvfp4_activations});
+  if (s.op_profile) b = std::make_unique<ProfilingBackend>(std::move(b), s.op_profile);
   spdlog::info("backend: {} ({})", b->name(), why);
   return b;
 }

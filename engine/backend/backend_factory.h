@@ -10,6 +10,8 @@
 
 namespace ninfer {
 
+class OpProfile;
+
 enum class BackendKind : uint8_t { kAuto, kCpu, kCuda };
 
 std::string_view backend_kind_name(BackendKind kind);  // "auto", "cpu", "cuda"
@@ -20,6 +22,8 @@ struct BackendSelection {
   int device = 0;   // CUDA device index
   int threads = 0;  // CPU backend threads (0 = all cores)
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;
+  // Set: the backend is wrapped in a ProfilingBackend recording every op's time here (benchmarks; docs/backend.md).
+  std::shared_ptr<OpProfile> op_profile = nullptr;
 };
 
 // kAuto resolves to kCuda when this build has the CUDA backend and the runtime sees `device`, else kCpu; the reason

@@ -55,6 +55,8 @@ struct EngineOptions {
   // later step fails at once): the app ends the server.
   std::function<void(const std::string& why)> on_group_lost = nullptr;
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
+  // Set: every op of every rank's backend is timed into it (ProfilingBackend; benchmarks). Op graphs are then off.
+  std::shared_ptr<OpProfile> op_profile = nullptr;
   // Decode and verification steps of the target model replayed as recorded op graphs (CUDA graphs,
   // docs/cuda-graphs.md), on a backend that records them, at TP1. Off until verified on a GPU.
   bool step_graphs = false;

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "engine/backend/profiling_backend.h"
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
 #include "tests/support/request_collector.h"
@@ -32,29 +35,75 @@ std::vector<int32_t> prompt(const std::string& model, size_t i) {
   return testing::read_i32(testing::reference_index()["models"][model]["prompts"][i]["tokens"]);
 }
 
+// Also through the op profiler (ProfilingBackend, --profile-ops of ninfer-bench-decode), which only times: the same
+// tokens, and a profile holding every op family the hybrid model runs.
 TEST(Engine, GreedyMatchesTransformersAndReportsTimings) {
-  EngineFixture f("qwen35_untied", {.max_context = 512, .prefill_chunk = 48, .max_concurrency = 2, .threads = 2});
-  auto index = testing::reference_index();
-  for (const auto& g : index["models"]["qwen35_untied"]["greedy"]) {
-    auto want = testing::read_i32(g["tokens"]);
-    EngineRequest r;
-    r.prompt = prompt("qwen35_untied", g["prompt_index"].get<size_t>());
-    r.sampling.greedy = true;
-    r.max_tokens = static_cast<int64_t>(want.size());
-    auto c = f.run(r);
-    c->wait();
-    EXPECT_EQ(c->tokens, want);
-    EXPECT_EQ(c->result.reason, FinishReason::kOutputLimit);
-    EXPECT_EQ(c->result.completion_tokens, static_cast<int64_t>(want.size()));
-    EXPECT_EQ(c->result.prompt_tokens, static_cast<int64_t>(r.prompt.size()));
-    const auto& t = c->result.timings;
-    EXPECT_GE(t.queue_s, 0);
-    EXPECT_GT(t.prefill_s, 0);
-    EXPECT_GT(t.decode_s, 0);
-    EXPECT_LE(t.ttft_s, t.total_s);
-    EXPECT_LE(t.queue_s + t.prefill_s, t.ttft_s + 1e-3);
+  for (bool profiled : {false, true}) {
+    SCOPED_TRACE(profiled ? "op profile" : "plain");
+    auto profile = profiled ? std::make_shared<OpProfile>() : nullptr;
+    EngineFixture f("qwen35_untied", {.max_context = 512, .prefill_chunk = 48, .max_concurrency = 2, .threads = 2,
+                                      .op_profile = profile});
+    auto index = testing::reference_index();
+    size_t tokens = 0;
+    for (const auto& g : index["models"]["qwen35_untied"]["greedy"]) {
+      auto want = testing::read_i32(g["tokens"]);
+      tokens += want.size();
+      EngineRequest r;
+      r.prompt = prompt("qwen35_untied", g["prompt_index"].get<size_t>());
+      r.sampling.greedy = true;
+      r.max_tokens = static_cast<int64_t>(want.size());
+      auto c = f.run(r);
+      c->wait();
+      EXPECT_EQ(c->tokens, want);
+      EXPECT_EQ(c->result.reason, FinishReason::kOutputLimit);
+      EXPECT_EQ(c->result.completion_tokens, static_cast<int64_t>(want.size()));
+      EXPECT_EQ(c->result.prompt_tokens, static_cast<int64_t>(r.prompt.size()));
+      const auto& t = c->result.timings;
+      EXPECT_GE(t.queue_s, 0);
+      EXPECT_GT(t.prefill_s, 0);
+      EXPECT_GT(t.decode_s, 0);
+      EXPECT_LE(t.ttft_s, t.total_s);
+      EXPECT_LE(t.queue_s + t.prefill_s, t.ttft_s + 1e-3);
+    }
+    EXPECT_EQ(f.engine->stats().kv_blocks_used, 0);
+    if (!profiled) continue;
+    EXPECT_NE(f.engine->backend_name().find("[op profile]"), std::string::npos) << f.engine->backend_name();
+    std::map<std::string, OpProfile::Entry> by_op;
+    for (const OpProfile::Entry& e : profile->entries()) by_op[e.op] = e;
+    for (const char* op : {"embedding", "rms_norm", "attention", "kv_write", "rope", "gated_delta_rule", "conv1d",
+                           "gdn_gating", "l2_norm", "gated_rms_norm", "silu_mul"})
+      EXPECT_GT(by_op[op].calls, 0u) << op;
+    // Each output token but the last is a decode step through every full-attention layer.
+    EXPECT_GE(by_op["attention"].calls, static_cast<uint64_t>(f.ref.config.num_full_attention_layers()) * tokens / 2);
+    double flops = 0;
+    for (const auto& [op, e] : by_op)
+      if (op.rfind("linear", 0) == 0) flops += e.flops;
+    EXPECT_GT(flops, 0);
+    EXPECT_GT(profile->total_seconds(), 0);
+    EXPECT_NE(profile->table().find("| all ops |"), std::string::npos) << profile->table();
   }
-  EXPECT_EQ(f.engine->stats().kv_blocks_used, 0);
+}
+
+// One linear through the profiler: the inner backend's bits, labelled by weight dtype and row count, 2·M·N·K FLOPs.
+TEST(OpProfile, ALinearIsTimedWithItsFlopsAndTheSameResult) {
+  auto profile = std::make_shared<OpProfile>();
+  ProfilingBackend profiled(make_backend({.kind = BackendKind::kCpu, .threads = 1}), profile);
+  auto plain = make_backend({.kind = BackendKind::kCpu, .threads = 1});
+  std::vector<float> x(3 * 16), w(5 * 16), y1(3 * 5), y2(3 * 5);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f * static_cast<float>(static_cast<int>(i % 5) - 2);
+  const Tensor tx = Tensor::make(x.data(), DType::kF32, {3, 16}), tw = Tensor::make(w.data(), DType::kF32, {5, 16});
+  profiled.linear(Tensor::make(y1.data(), DType::kF32, {3, 5}), tx, tw);
+  plain->linear(Tensor::make(y2.data(), DType::kF32, {3, 5}), tx, tw);
+  EXPECT_EQ(y1, y2);
+  const std::vector<OpProfile::Entry> e = profile->entries();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].op, "linear f32 M=2..8");
+  EXPECT_EQ(e[0].calls, 1u);
+  EXPECT_EQ(e[0].flops, 2.0 * 3 * 5 * 16);
+  EXPECT_GE(e[0].seconds, 0);
+  profile->clear();
+  EXPECT_TRUE(profile->entries().empty());
 }
 
 TEST(Engine, ConcurrentRequestsEqualAloneGreedyAndSeeded) {
