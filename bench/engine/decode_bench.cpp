@@ -3,7 +3,6 @@
 // measured in the same run.
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -11,12 +10,10 @@
 
 #include "bench/common/bandwidth.h"
 #include "bench/common/request_waiter.h"
-#include "bench/common/nvfp4_artifact.h"
-#include "bench/common/synthetic_checkpoint.h"
+#include "bench/common/synthetic_model.h"
 #include "engine/artifact/artifact.h"
 #include "engine/backend/profiling_backend.h"
 #include "engine/model/model_artifact.h"
-#include "engine/pack/packer.h"
 #include "engine/runtime/engine.h"
 
 namespace {
@@ -94,13 +91,6 @@ int main(int argc, char** argv) {
                "time every backend op (ProfilingBackend) and print where the prefill and the batch-1 decode spend it");
   CLI11_PARSE(app, argc, argv);
 
-  const std::string hf = dir + "/hf", art = dir + "/model.ninfer";
-  auto config_json = bench::synthetic_qwen35_config(static_cast<uint64_t>(gb * 1e9));
-  if (!std::filesystem::exists(art) || (keep_hf && !std::filesystem::exists(hf + "/model.safetensors"))) {
-    bench::write_synthetic_checkpoint(hf, config_json);
-    if (!std::filesystem::exists(art)) pack_hf_checkpoint({.hf_dir = hf, .output = art, .show_progress = true});
-    if (!keep_hf) std::filesystem::remove_all(hf);
-  }
   std::vector<std::string> wanted;
   {
     std::stringstream ss(variants);
@@ -112,10 +102,9 @@ int main(int argc, char** argv) {
       wanted.push_back(v);
     }
   }
-  const std::string art4 = dir + "/model-nvfp4.ninfer";
   const bool need4 = std::find_if(wanted.begin(), wanted.end(), [](auto& v) { return v != "bf16"; }) != wanted.end();
-  if (need4 && !std::filesystem::exists(art4)) bench::write_nvfp4_artifact(art, art4);
-
+  const bench::SyntheticModel model = bench::prepare_synthetic_model(dir, gb, need4, keep_hf);
+  const std::string &art = model.bf16, &art4 = model.nvfp4;
   Artifact a = Artifact::open(art);
   ModelConfig c = load_model_config(a);
   std::vector<Measured> rows;
