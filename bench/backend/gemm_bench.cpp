@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -40,21 +41,22 @@ int main(int argc, char** argv) {
   app.add_option("--variant", variant,
                  "now | legacy (CpuBackendOptions::legacy_gemm: the GEMM paths before issue 23) | both (interleaved, "
                  "with the speedup)");
-  bool no_peak = false;
-  app.add_flag("--no-peak", no_peak, "skip the FMA peak probe (the %peak column)");
+  bool kernels_only = false;
+  app.add_flag("--kernels-only", kernels_only,
+               "skip the bandwidth and FMA peak probes (for CPU-time counts, perf stat -e task-clock, of the GEMMs)");
   CLI11_PARSE(app, argc, argv);
 
   const CpuBackendOptions opt = cpu.options();
   auto be = make_cpu_backend(opt);
 
   const size_t bw_bytes = 512ull << 20;
-  const double copy_bw = bench::memcpy_bandwidth(bw_bytes, cpu.threads, reps);
-  const double read_bw = bench::read_bandwidth(bw_bytes, cpu.threads, reps);
+  const double copy_bw = kernels_only ? 0.0 : bench::memcpy_bandwidth(bw_bytes, cpu.threads, reps);
+  const double read_bw = kernels_only ? 0.0 : bench::read_bandwidth(bw_bytes, cpu.threads, reps);
   fmt::print("backend {}\nweights [{} x {}] ({:.0f} MiB in bf16; the default exceeds the last-level cache), median of {}\n",
              be->name(), N, K, double(N) * double(K) * 2.0 / double(1 << 20), reps);
   fmt::print("memcpy bandwidth ({} threads): {:.2f} GB/s (bytes copied / s)\n", cpu.threads, copy_bw / 1e9);
   fmt::print("read-only sweep  ({} threads): {:.2f} GB/s\n", cpu.threads, read_bw / 1e9);
-  const double peak = no_peak ? 0.0 : bench::fma_peak_flops(cpu.threads, reps);
+  const double peak = kernels_only ? 0.0 : bench::fma_peak_flops(cpu.threads, reps);
   if (peak > 0) fmt::print("FMA peak ({} threads, 12 independent 8-wide f32 FMA chains each): {:.1f} GFLOP/s\n", cpu.threads, peak / 1e9);
   fmt::print("\n");
 
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> wf(static_cast<size_t>(N * K));
   for (auto& v : wf) v = dist(rng);
+  auto pct = [](double v, double of) { return of > 0 ? fmt::format("{:.0f}%", 100.0 * v / of) : std::string("-"); };
   // One row of the table: this backend (and, with --variant both, the legacy GEMM paths, timed interleaved with it).
   auto time_row = [&](std::string_view label, const Tensor& w, double wbytes, Nvfp4Activations mode, int64_t M) {
     std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
@@ -74,9 +77,8 @@ int main(int argc, char** argv) {
     auto be_now = make_cpu_backend(o);
     if (variant != "both") {
       const double t = median_seconds(reps, [&] { be_now->linear(yt, xt, w); });
-      fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>11.0f}% {:>11.0f}% {:>10.1f} {:>7}\n", label, M, t * 1e3,
-                 wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw, flop / t / 1e9,
-                 peak > 0 ? fmt::format("{:.0f}%", 100.0 * flop / t / peak) : "");
+      fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>12} {:>12} {:>10.1f} {:>7}\n", label, M, t * 1e3, wbytes / t / 1e9,
+                 pct(wbytes / t, copy_bw), pct(wbytes / t, read_bw), flop / t / 1e9, pct(flop / t, peak));
       return;
     }
     o.legacy_gemm = true;
@@ -84,8 +86,7 @@ int main(int argc, char** argv) {
     const auto [t_old, t_new] = bench::median_seconds_pair(
         reps, [&] { be_old->linear(yt, xt, w); }, [&] { be_now->linear(yt, xt, w); });
     fmt::print("{:<6} {:>4} {:>10.3f} {:>10.3f} {:>10.1f} {:>10.1f} {:>8.2f}x {:>7}\n", label, M, t_old * 1e3,
-               t_new * 1e3, flop / t_old / 1e9, flop / t_new / 1e9, t_old / t_new,
-               peak > 0 ? fmt::format("{:.0f}%", 100.0 * flop / t_new / peak) : "");
+               t_new * 1e3, flop / t_old / 1e9, flop / t_new / 1e9, t_old / t_new, pct(flop / t_new, peak));
   };
   if (variant == "both")
     fmt::print("{:<6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>7}\n", "dtype", "M", "ms legacy", "ms now",
