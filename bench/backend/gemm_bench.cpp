@@ -1,11 +1,12 @@
-// ninfer-bench-backend: linear (y = x·Wᵀ) throughput of the CPU backend, in weight GB/s, next to the memory
-// bandwidth of the same machine measured with the same threads (memcpy and a read-only sweep); bf16/f16/f32 and
-// nvfp4 (W4A4 and W4A16) weights.
+// ninfer-bench-backend: linear (y = x·Wᵀ) throughput of the CPU backend, in weight GB/s and GFLOP/s, next to the memory
+// bandwidth of the same machine measured with the same threads (memcpy and a read-only sweep) and its measured FMA
+// peak; bf16/f16/f32 and nvfp4 (W4A4 and W4A16) weights; optionally against the legacy GEMM paths in the same run.
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 
 #include "bench/common/bandwidth.h"
 #include "bench/backend/cpu_backend_flags.h"
+#include "bench/common/fma_peak.h"
 #include "bench/common/timing.h"
 #include "engine/backend/backend.h"
 #include "engine/core/half.h"
@@ -35,25 +37,63 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "all | dense (bf16/f16/f32) | nvfp4 | bf16 | w4a4: which weight kinds to time");
   std::vector<int64_t> ms = {1, 2, 4, 8, 32};
   app.add_option("--m", ms, "activation row counts");
+  std::string variant = "now";
+  app.add_option("--variant", variant,
+                 "now | legacy (CpuBackendOptions::legacy_gemm: the GEMM paths before issue 23) | both (interleaved, "
+                 "with the speedup)");
+  bool kernels_only = false;
+  app.add_flag("--kernels-only", kernels_only,
+               "skip the bandwidth and FMA peak probes (for CPU-time counts, perf stat -e task-clock, of the GEMMs)");
   CLI11_PARSE(app, argc, argv);
 
   const CpuBackendOptions opt = cpu.options();
   auto be = make_cpu_backend(opt);
 
   const size_t bw_bytes = 512ull << 20;
-  const double copy_bw = bench::memcpy_bandwidth(bw_bytes, cpu.threads, reps);
-  const double read_bw = bench::read_bandwidth(bw_bytes, cpu.threads, reps);
+  const double copy_bw = kernels_only ? 0.0 : bench::memcpy_bandwidth(bw_bytes, cpu.threads, reps);
+  const double read_bw = kernels_only ? 0.0 : bench::read_bandwidth(bw_bytes, cpu.threads, reps);
   fmt::print("backend {}\nweights [{} x {}] ({:.0f} MiB in bf16; the default exceeds the last-level cache), median of {}\n",
              be->name(), N, K, double(N) * double(K) * 2.0 / double(1 << 20), reps);
   fmt::print("memcpy bandwidth ({} threads): {:.2f} GB/s (bytes copied / s)\n", cpu.threads, copy_bw / 1e9);
-  fmt::print("read-only sweep  ({} threads): {:.2f} GB/s\n\n", cpu.threads, read_bw / 1e9);
-  fmt::print("{:<6} {:>4} {:>10} {:>10} {:>12} {:>12} {:>10}\n", "dtype", "M", "ms", "GB/s", "vs memcpy", "vs read",
-             "GFLOP/s");
+  fmt::print("read-only sweep  ({} threads): {:.2f} GB/s\n", cpu.threads, read_bw / 1e9);
+  const double peak = kernels_only ? 0.0 : bench::fma_peak_flops(cpu.threads, reps);
+  if (peak > 0) fmt::print("FMA peak ({} threads, 12 independent 8-wide f32 FMA chains each): {:.1f} GFLOP/s\n", cpu.threads, peak / 1e9);
+  fmt::print("\n");
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> wf(static_cast<size_t>(N * K));
   for (auto& v : wf) v = dist(rng);
+  auto pct = [](double v, double of) { return of > 0 ? fmt::format("{:.0f}%", 100.0 * v / of) : std::string("-"); };
+  // One row of the table: this backend (and, with --variant both, the legacy GEMM paths, timed interleaved with it).
+  auto time_row = [&](std::string_view label, const Tensor& w, double wbytes, Nvfp4Activations mode, int64_t M) {
+    std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
+    for (auto& v : x) v = dist(rng);
+    const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
+    const double flop = 2.0 * double(M) * double(N) * double(K);
+    CpuBackendOptions o = opt;
+    o.nvfp4_activations = mode;
+    o.legacy_gemm = variant == "legacy";
+    auto be_now = make_cpu_backend(o);
+    if (variant != "both") {
+      const double t = median_seconds(reps, [&] { be_now->linear(yt, xt, w); });
+      fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>12} {:>12} {:>10.1f} {:>7}\n", label, M, t * 1e3, wbytes / t / 1e9,
+                 pct(wbytes / t, copy_bw), pct(wbytes / t, read_bw), flop / t / 1e9, pct(flop / t, peak));
+      return;
+    }
+    o.legacy_gemm = true;
+    auto be_old = make_cpu_backend(o);
+    const auto [t_old, t_new] = bench::median_seconds_pair(
+        reps, [&] { be_old->linear(yt, xt, w); }, [&] { be_now->linear(yt, xt, w); });
+    fmt::print("{:<6} {:>4} {:>10.3f} {:>10.3f} {:>10.1f} {:>10.1f} {:>8.2f}x {:>7}\n", label, M, t_old * 1e3,
+               t_new * 1e3, flop / t_old / 1e9, flop / t_new / 1e9, t_old / t_new, pct(flop / t_new, peak));
+  };
+  if (variant == "both")
+    fmt::print("{:<6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>9} {:>7}\n", "dtype", "M", "ms legacy", "ms now",
+               "GFLOP/s l", "GFLOP/s n", "speedup", "%peak");
+  else
+    fmt::print("{:<6} {:>4} {:>10} {:>10} {:>12} {:>12} {:>10} {:>7}\n", "dtype", "M", "ms", "GB/s", "vs memcpy",
+               "vs read", "GFLOP/s", "%peak");
   const bool dense = only == "all" || only == "dense" || only == "bf16", nvfp4 = only == "all" || only == "nvfp4" || only == "w4a4";
   std::vector<DType> dense_types = {DType::kBF16, DType::kF16, DType::kF32};
   if (!dense) dense_types.clear();
@@ -68,15 +108,7 @@ int main(int argc, char** argv) {
     }
     const Tensor w = Tensor::make(wp, dt, {N, K});
     const double wbytes = double(N) * double(K) * double(dtype_element_bytes(dt));
-    for (int64_t M : ms) {
-      std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
-      for (auto& v : x) v = dist(rng);
-      const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
-      const double t = median_seconds(reps, [&] { be->linear(yt, xt, w); });
-      fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>11.0f}% {:>11.0f}% {:>10.1f}\n", dtype_name(dt), M, t * 1e3,
-                 wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw,
-                 2.0 * double(M) * double(N) * double(K) / t / 1e9);
-    }
+    for (int64_t M : ms) time_row(dtype_name(dt), w, wbytes, opt.nvfp4_activations, M);
   }
   // nvfp4: the same weights packed (4.5 bits per weight), W4A4 and W4A16 backends; ms next to bf16's
   if (nvfp4) {
@@ -87,21 +119,8 @@ int main(int argc, char** argv) {
     const double wbytes = static_cast<double>(packed.size());
     std::vector<Nvfp4Activations> modes = {Nvfp4Activations::kNvfp4, Nvfp4Activations::kFloat};
     if (only == "w4a4") modes.pop_back();
-    for (Nvfp4Activations mode : modes) {
-      CpuBackendOptions o = opt;
-      o.nvfp4_activations = mode;
-      auto nb = make_cpu_backend(o);
-      const char* label = mode == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16";
-      for (int64_t M : ms) {
-        std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(M * N));
-        for (auto& v : x) v = dist(rng);
-        const Tensor xt = Tensor::make(x.data(), DType::kF32, {M, K}), yt = Tensor::make(y.data(), DType::kF32, {M, N});
-        const double t = median_seconds(reps, [&] { nb->linear(yt, xt, w); });
-        fmt::print("{:<6} {:>4} {:>10.3f} {:>10.2f} {:>11.0f}% {:>11.0f}% {:>10.1f}\n", label, M, t * 1e3,
-                   wbytes / t / 1e9, 100.0 * wbytes / t / copy_bw, 100.0 * wbytes / t / read_bw,
-                   2.0 * double(M) * double(N) * double(K) / t / 1e9);
-      }
-    }
+    for (Nvfp4Activations mode : modes)
+      for (int64_t M : ms) time_row(mode == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16", w, wbytes, mode, M);
     fmt::print("(nvfp4 GB/s counts the packed bytes: codes + E4M3 scales; backend {})\n",
                make_cpu_backend(opt)->name());
   }

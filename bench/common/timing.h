@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace ninfer::bench {
@@ -19,6 +20,22 @@ inline double median_seconds(int reps, const std::function<void()>& fn, bool war
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// Medians of `reps` runs each of a and b, timed alternately (a, b, a, b, ...) after one warm-up of each, so that a
+// shared machine's load falls on both alike.
+inline std::pair<double, double> median_seconds_pair(int reps, const std::function<void()>& a,
+                                                     const std::function<void()>& b) {
+  a();
+  b();
+  std::vector<double> ta, tb;
+  for (int r = 0; r < reps; ++r) {
+    ta.push_back(median_seconds(1, a, false));
+    tb.push_back(median_seconds(1, b, false));
+  }
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
 }
 
 }  // namespace ninfer::bench

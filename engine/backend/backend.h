@@ -206,6 +206,9 @@ struct CpuBackendOptions {
   int threads = 0;  // 0 = std::thread::hardware_concurrency()
   CpuSimd simd = CpuSimd::kAuto;
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;
+  // The GEMM paths as they were before issue 23's change (activations packed per task; the 4 x 1 AVX2 W4A4 tile),
+  // for before/after benches in one binary. Same results.
+  bool legacy_gemm = false;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options = {});

@@ -38,14 +38,16 @@ const Kernels* pick_kernels(CpuSimd simd) {
 }
 
 // kScalar: the scalar reference; kAvx2: the AVX2 kernels; kAuto: AVX-512 VNNI where the CPU has it, else AVX2.
-const Nvfp4Kernels* pick_nvfp4_kernels(CpuSimd simd) {
+// legacy: the AVX2 table's 4 x 1 W4A4 kernel in place of the blocked one (bit-identical).
+const Nvfp4Kernels* pick_nvfp4_kernels(CpuSimd simd, bool legacy) {
+  const Nvfp4Kernels* avx2 = legacy ? nvfp4_avx2_4x1_kernels() : nvfp4_avx2_kernels();
   switch (simd) {
     case CpuSimd::kScalar: return nullptr;
-    case CpuSimd::kAvx2: return nvfp4_avx2_kernels();
+    case CpuSimd::kAvx2: return avx2;
     case CpuSimd::kAuto: break;
   }
   if (const Nvfp4Kernels* k = nvfp4_avx512_kernels()) return k;
-  return nvfp4_avx2_kernels();
+  return avx2;
 }
 
 int pick_threads(int requested) {
@@ -59,8 +61,9 @@ int pick_threads(int requested) {
 
 CpuBackend::CpuBackend(const CpuBackendOptions& options)
     : k_(pick_kernels(options.simd)),
-      nvfp4_k_(pick_nvfp4_kernels(options.simd)),
-      nvfp4_activations_(options.nvfp4_activations), pool_(pick_threads(options.threads)) {
+      nvfp4_k_(pick_nvfp4_kernels(options.simd, options.legacy_gemm)),
+      nvfp4_activations_(options.nvfp4_activations), legacy_gemm_(options.legacy_gemm),
+      pool_(pick_threads(options.threads)) {
   scratch_.resize(static_cast<size_t>(pool_.size()));
 }
 
@@ -123,6 +126,13 @@ void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool 
   auto* yp = static_cast<float*>(y.data);
   const int64_t wbytes = static_cast<int64_t>(dtype_element_bytes(w.dtype));
   const int threads = pool_.size();
+  // Activation rows packed once per call for every task (kernels that pack; one row reads x directly).
+  const float* packed = nullptr;
+  if (k_->gemm_pack && M > 1 && !legacy_gemm_) {
+    gemm_packed_.resize(static_cast<size_t>((M + kGemmMaxRows - 1) / kGemmMaxRows * gemm_pack_block(K)));
+    k_->gemm_pack(xp, xs, M, K, gemm_packed_.data());
+    packed = gemm_packed_.data();
+  }
   // Weight rows per task: enough tasks to balance the threads; for many activation rows keep the task's weight
   // panel (re-read once per 8-row block) within ~256 KiB so it stays in L2.
   int64_t nb = (N + threads * 4 - 1) / (threads * 4);
@@ -133,7 +143,8 @@ void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool 
     const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
     for (int64_t m0 = 0; m0 < M; m0 += kGemmMaxRows) {
       const int rows = static_cast<int>(std::min<int64_t>(kGemmMaxRows, M - m0));
-      fn(xp + m0 * xs, xs, rows, w.data, ws, n0, n1, K, yp + m0 * ys, ys, accumulate);
+      const float* pb = packed ? packed + m0 / kGemmMaxRows * gemm_pack_block(K) : nullptr;
+      fn(xp + m0 * xs, xs, rows, pb, w.data, ws, n0, n1, K, yp + m0 * ys, ys, accumulate);
     }
   };
   if (M * N * K < (1 << 16)) {

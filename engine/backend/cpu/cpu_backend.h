@@ -62,10 +62,12 @@ class CpuBackend final : public Backend {
   const Kernels* k_;
   const Nvfp4Kernels* nvfp4_k_;
   Nvfp4Activations nvfp4_activations_;
+  bool legacy_gemm_;  // CpuBackendOptions::legacy_gemm
   ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;
   Nvfp4A4Rows nvfp4_a4_;            // this call's quantized activations (W4A4)
   std::vector<float> nvfp4_a16_;    // this call's reordered activations (W4A16)
+  std::vector<float> gemm_packed_;  // this call's packed activations (dense gemm, Kernels::gemm_pack)
 };
 
 // ---- helpers shared by the op files ----

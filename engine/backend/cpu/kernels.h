@@ -11,9 +11,15 @@ namespace ninfer::cpu {
 constexpr int kGemmMaxRows = 8;
 
 // y[m * ys + n] = (acc ? y : 0) + Σ_k x[m * xs + k] · w[n * ws + k]   for m < rows (≤ kGemmMaxRows), n in [n0, n1).
-// `w` points at element 0 of the weight matrix, stored as W (f32, or bf16/f16 bit patterns).
-using GemmFn = void (*)(const float* x, int64_t xs, int rows, const void* w, int64_t ws, int64_t n0, int64_t n1,
-                        int64_t K, float* y, int64_t ys, bool acc);
+// `w` points at element 0 of the weight matrix, stored as W (f32, or bf16/f16 bit patterns). `packed`: these rows
+// as the table's gemm_pack wrote them (its block for this row block), or nullptr: the kernel reads x, packing it
+// itself where it packs. The result does not depend on which.
+using GemmFn = void (*)(const float* x, int64_t xs, int rows, const float* packed, const void* w, int64_t ws,
+                        int64_t n0, int64_t n1, int64_t K, float* y, int64_t ys, bool acc);
+// Packs rows [0, M) of x (row stride xs) once per linear call for GemmFn's `packed`: the block of rows
+// [b·kGemmMaxRows, ...) at out + b · gemm_pack_block(K) floats.
+using GemmPackFn = void (*)(const float* x, int64_t xs, int64_t M, int64_t K, float* out);
+inline int64_t gemm_pack_block(int64_t K) { return kGemmMaxRows * (K / 8 * 8); }
 
 // c[m * cs + n] = (acc ? c : 0) + Σ_k a[m * as + k] · b[k * bs + n]   for m < M, n < N: C = A·B with every matrix
 // row-major (B's rows are k, unlike GemmFn's weight rows). Small in-cache products (the chunked delta rule); each
@@ -35,6 +41,7 @@ struct Kernels {
   // p[i] = exp(x[i] − m) for i < n (p may be x), returns Σ p. The softmax step of attention: x ≤ m, so every
   // p is in [0, 1]. The AVX2 variant is a polynomial exp within a few ulp of std::exp (tests/backend/cpu_kernels_test.cpp).
   float (*exp_shift)(const float* x, float m, float* p, int64_t n);
+  GemmPackFn gemm_pack;  // nullptr where the gemm kernels read x directly (scalar)
 
   GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
 };

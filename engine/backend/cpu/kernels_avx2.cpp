@@ -119,11 +119,30 @@ NINFER_AVX2 void gemm_rows(const float* xp, const float* x, int64_t xs, const ty
   for (; n < n1; ++n) gemm_block<W, M, 1>(xp, x, xs, w, ws, n, K, y, ys, acc);
 }
 
+constexpr int kMr = 4;  // activation rows per register tile (sub-block)
+
+// One block of up to kGemmMaxRows rows in sub-blocks of kMr: sub-block sb at dst + sb · K8 · kMr, its element
+// (m, k) for k < K8 at k · mr + m · 8 + k % 8 (mr: the sub-block's rows).
+void pack_block(const float* x, int64_t xs, int rows, int64_t K8, float* dst) {
+  for (int m0 = 0; m0 < rows; m0 += kMr) {
+    const int mr = std::min(kMr, rows - m0);
+    float* d = dst + m0 * K8;
+    for (int64_t k = 0; k < K8; k += 8)
+      for (int m = 0; m < mr; ++m) std::memcpy(d + k * mr + m * 8, x + (m0 + m) * xs + k, 8 * sizeof(float));
+  }
+}
+
+void gemm_pack_avx2(const float* x, int64_t xs, int64_t M, int64_t K, float* out) {
+  for (int64_t m0 = 0; m0 < M; m0 += kGemmMaxRows)
+    pack_block(x + m0 * xs, xs, static_cast<int>(std::min<int64_t>(kGemmMaxRows, M - m0)), K / 8 * 8,
+               out + m0 / kGemmMaxRows * gemm_pack_block(K));
+}
+
 // Activation rows are processed in sub-blocks of up to 4 (register tile 4 x 3 weight rows); weight rows in pieces of
 // 12 so a piece stays in L1/L2 while every sub-block passes over it (the weights are read from memory once).
 template <typename W>
-NINFER_AVX2 void gemm_avx2(const float* x, int64_t xs, int rows, const void* wv, int64_t ws, int64_t n0, int64_t n1,
-                           int64_t K, float* y, int64_t ys, bool acc) {
+NINFER_AVX2 void gemm_avx2(const float* x, int64_t xs, int rows, const float* packed, const void* wv, int64_t ws,
+                           int64_t n0, int64_t n1, int64_t K, float* y, int64_t ys, bool acc) {
   if (rows < 1 || rows > kGemmMaxRows)
     fail(ErrorKind::kInternal, "gemm kernel called with {} rows (max {})", rows, kGemmMaxRows);
   const auto* w = static_cast<const typename W::T*>(wv);
@@ -132,21 +151,15 @@ NINFER_AVX2 void gemm_avx2(const float* x, int64_t xs, int rows, const void* wv,
     return;
   }
   const int64_t K8 = K / 8 * 8;
-  constexpr int kMr = 4;
   constexpr int64_t kNPiece = 12;
   const int nsub = (rows + kMr - 1) / kMr;
-  const float* xp[2] = {x, x};
-  thread_local std::vector<float> packed;
-  if (rows > 1) {
-    packed.resize(static_cast<size_t>(K8 * kMr * nsub));
-    for (int sb = 0; sb < nsub; ++sb) {
-      const int m0 = sb * kMr, mr = std::min(kMr, rows - m0);
-      float* dst = packed.data() + sb * K8 * kMr;
-      for (int64_t k = 0; k < K8; k += 8)
-        for (int m = 0; m < mr; ++m) std::memcpy(dst + k * mr + m * 8, x + (m0 + m) * xs + k, 8 * sizeof(float));
-      xp[sb] = dst;
-    }
+  if (!packed) {  // a caller without gemm_pack's rows: pack this block here
+    thread_local std::vector<float> own;
+    own.resize(static_cast<size_t>(K8 * kMr * nsub));
+    pack_block(x, xs, rows, K8, own.data());
+    packed = own.data();
   }
+  const float* xp[2] = {packed, packed + K8 * kMr};
   for (int64_t n = n0; n < n1; n += kNPiece) {
     const int64_t ne = std::min(n1, n + kNPiece);
     for (int sb = 0; sb < nsub; ++sb) {
@@ -307,7 +320,7 @@ const Kernels* avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();
   static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
                          axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2,   gemm_nn_avx2,
-                         exp_shift_avx2};
+                         exp_shift_avx2, gemm_pack_avx2};
   return ok ? &k : nullptr;
 }
 

@@ -21,8 +21,8 @@ struct LoadF16 {
 };
 
 template <typename Load>
-void gemm_scalar(const float* x, int64_t xs, int rows, const void* w, int64_t ws, int64_t n0, int64_t n1, int64_t K,
-                 float* y, int64_t ys, bool acc) {
+void gemm_scalar(const float* x, int64_t xs, int rows, const float* /*packed*/, const void* w, int64_t ws, int64_t n0,
+                 int64_t n1, int64_t K, float* y, int64_t ys, bool acc) {
   for (int64_t n = n0; n < n1; ++n) {
     float sum[kGemmMaxRows] = {};
     for (int64_t k = 0; k < K; ++k) {
@@ -94,7 +94,7 @@ GemmFn Kernels::gemm(DType w) const {
 const Kernels& scalar_kernels() {
   static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
                          axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar,
-                         gemm_nn_scalar, exp_shift_scalar};
+                         gemm_nn_scalar, exp_shift_scalar,     nullptr};
   return k;
 }
 

@@ -4,6 +4,7 @@
 
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
+#include "engine/core/error.h"
 #include "engine/quant/nvfp4.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -81,6 +82,9 @@ NINFER_AVX2 void prepare_a4_row(const float* x, float input_scale, Nvfp4A4Rows& 
   auto* sdup = reinterpret_cast<float*>(row + 2 * K);
   auto* codes = const_cast<uint8_t*>(out.codes(r));
   auto* scales = const_cast<uint8_t*>(out.scales(r));
+  auto* val_lo = const_cast<int8_t*>(out.val_lo(r));
+  auto* val_hi = const_cast<int8_t*>(out.val_hi(r));
+  auto* corr = const_cast<int32_t*>(out.corr(r));
   const __m128i mag_lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12);
   const __m128i evens_odds = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   const float six_g = kE2M1Max * g;
@@ -105,6 +109,14 @@ NINFER_AVX2 void prepare_a4_row(const float* x, float input_scale, Nvfp4A4Rows& 
     store8(sgn_lo + 8 * b, sgn);
     store8(sgn_hi + 8 * b, _mm_srli_si128(sgn, 8));
     store8(codes + 8 * b, _mm_or_si128(eo, _mm_slli_epi16(_mm_srli_si128(eo, 8), 4)));
+    // The blocked kernels' s8 values (magnitude, negated where the sign bit is set) and per half block 12 · Σ:
+    // 16-bit pairs times 12, 32-bit quads [even 0-3, even 4-7, odd 0-3, odd 4-7], halves = quads 0+2 and 1+3.
+    const __m128i neg = _mm_cmpeq_epi8(sgn, _mm_set1_epi8(0x08));
+    const __m128i val = _mm_sub_epi8(_mm_xor_si128(mag, neg), neg);
+    store8(reinterpret_cast<uint8_t*>(val_lo + 8 * b), val);
+    store8(reinterpret_cast<uint8_t*>(val_hi + 8 * b), _mm_srli_si128(val, 8));
+    const __m128i quads = _mm_madd_epi16(_mm_maddubs_epi16(_mm_set1_epi8(12), val), _mm_set1_epi16(1));
+    store8(reinterpret_cast<uint8_t*>(corr + 2 * b), _mm_add_epi32(quads, _mm_srli_si128(quads, 8)));
     scales[b] = sc;
     sdup[2 * b] = sdup[2 * b + 1] = dec;
   }
@@ -237,19 +249,33 @@ NINFER_AVX2 void w4a16(const Nvfp4Weight& w, const float* xp, int rows, int64_t 
 
 }  // namespace
 
+void nvfp4_w4a4_avx2_4x1(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int rows, int64_t n0, int64_t n1,
+                         float* y, int64_t ys, bool acc) {
+  w4a4(w, a, m0, rows, n0, n1, y, ys, acc);
+}
+
 void nvfp4_prepare_a4_avx2(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out) {
   for (int64_t r = r0; r < r1; ++r) prepare_a4_row(x + r * xs, input_scale, out, r);
 }
 
 const Nvfp4Kernels* nvfp4_avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();  // one CPU probe for every AVX2 table (F16C: all AVX2 CPUs)
-  static const Nvfp4Kernels k{"avx2", w4a4, w4a16, nvfp4_prepare_a4_avx2};
+  static const Nvfp4Kernels k{"avx2", nvfp4_w4a4_blocked_avx2, w4a16, nvfp4_prepare_a4_avx2};
   return ok ? &k : nullptr;
+}
+
+const Nvfp4Kernels* nvfp4_avx2_4x1_kernels() {
+  static const Nvfp4Kernels k{"avx2-4x1", w4a4, w4a16, nvfp4_prepare_a4_avx2};
+  return nvfp4_avx2_kernels() ? &k : nullptr;
 }
 
 #else
 
 const Nvfp4Kernels* nvfp4_avx2_kernels() { return nullptr; }
+const Nvfp4Kernels* nvfp4_avx2_4x1_kernels() { return nullptr; }
+void nvfp4_w4a4_avx2_4x1(const Nvfp4Weight&, const Nvfp4A4Rows&, int64_t, int, int64_t, int64_t, float*, int64_t, bool) {
+  fail(ErrorKind::kUnsupported, "nvfp4: the AVX2 W4A4 kernel is not in this build");
+}
 void nvfp4_prepare_a4_avx2(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out) {
   nvfp4_prepare_a4(x, xs, r0, r1, input_scale, out);
 }

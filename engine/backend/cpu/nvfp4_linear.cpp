@@ -47,8 +47,11 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
   const int64_t tasks = (N + nb - 1) / nb;
   auto run = [&](int64_t t, int) {
     const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
-    for (int64_t m0 = 0; m0 < M; m0 += kNvfp4MaxRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kNvfp4MaxRows, M - m0));
+    int rows = 0;
+    for (int64_t m0 = 0; m0 < M; m0 += rows) {
+      // Tiles of 4 rows; 5 left go as 3 + 2, not 4 + 1 (one row runs the GEMV kernel, which gains nothing from a
+      // second pass over the chunk's weights). Each output is the same whichever tile computes it.
+      rows = static_cast<int>(M - m0 == 5 ? 3 : std::min<int64_t>(kNvfp4MaxRows, M - m0));
       float* yt = yp + m0 * ys;
       if (nvfp4_k_ && a4) {
         nvfp4_k_->w4a4(wv, nvfp4_a4_, m0, rows, n0, n1, yt, ys, accumulate);

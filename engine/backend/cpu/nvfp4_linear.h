@@ -47,10 +47,12 @@ constexpr int64_t kNvfp4PrefetchAhead = 8192;
 
 // W4A4 row r lives at base + r * row_bytes: magnitudes |2·e2m1| as u8 of the even elements (K/2 bytes, "lo"), of
 // the odd elements (K/2, "hi"), sign bits 0x08 of the even and odd elements (K/2 each), then K/8 floats: e4m3(sa_b)
-// for block b at lanes 2b and 2b+1, then the global scale g.
+// for block b at lanes 2b and 2b+1, then the global scale g; then the raw codes and scales; then, at the 64-byte
+// boundary `blocked`, the blocked kernels' form: signed 2·e2m1 as s8 of the even (K/2) and odd (K/2) elements and
+// K/8 int32 offset corrections, 12 · Σ of the 8 values of each half block h (elements 8h..8h+7).
 struct Nvfp4A4Rows {
   std::vector<uint8_t> storage;
-  int64_t K = 0, row_bytes = 0;
+  int64_t K = 0, row_bytes = 0, blocked = 0;
   const uint8_t* row(int64_t r) const { return storage.data() + r * row_bytes; }
   const uint8_t* mag_lo(int64_t r) const { return row(r); }
   const uint8_t* mag_hi(int64_t r) const { return row(r) + K / 2; }
@@ -61,6 +63,9 @@ struct Nvfp4A4Rows {
   // Raw quantized form (for the tails the kernels hand to the reference): codes [K/2] and scales [K/16].
   const uint8_t* codes(int64_t r) const { return row(r) + 2 * K + 4 * (K / 8 + 1); }
   const uint8_t* scales(int64_t r) const { return codes(r) + K / 2; }
+  const int8_t* val_lo(int64_t r) const { return reinterpret_cast<const int8_t*>(row(r) + blocked); }
+  const int8_t* val_hi(int64_t r) const { return val_lo(r) + K / 2; }
+  const int32_t* corr(int64_t r) const { return reinterpret_cast<const int32_t*>(row(r) + blocked + K); }
 };
 // Quantizes rows [r0, r1) of x (row stride xs floats) into `out`, which must already be sized for M rows.
 void nvfp4_prepare_a4(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out);
@@ -82,6 +87,16 @@ struct Nvfp4Kernels {
 // nullptr when the build or CPU lacks the instruction set (AVX-512 F/BW/VL/VNNI; AVX2/FMA).
 const Nvfp4Kernels* nvfp4_avx512_kernels();
 const Nvfp4Kernels* nvfp4_avx2_kernels();
+// The AVX2 table as it was before the register-blocked W4A4 kernel (the 4 x 1 tile below), for before/after
+// benches (CpuBackendOptions::legacy_gemm); nullptr where nvfp4_avx2_kernels() is.
+const Nvfp4Kernels* nvfp4_avx2_4x1_kernels();
+// The AVX2 W4A4 kernels, bit-identical to each other; call only where nvfp4_avx2_kernels() is non-null.
+// 4x1: 4 activation rows x 1 weight row, the activation signs folded into each weight lookup (nvfp4_avx2.cpp).
+void nvfp4_w4a4_avx2_4x1(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int rows, int64_t n0, int64_t n1,
+                         float* y, int64_t ys, bool acc);
+// blocked: each weight chunk decoded once and reused over the 2-4 rows (nvfp4_w4a4_avx2.cpp); rows == 1 runs 4x1.
+void nvfp4_w4a4_blocked_avx2(const Nvfp4Weight& w, const Nvfp4A4Rows& a, int64_t m0, int rows, int64_t n0,
+                             int64_t n1, float* y, int64_t ys, bool acc);
 // The AVX2 activation quantizer of both tables (nvfp4_avx2.cpp); call only where nvfp4_avx2_kernels() is non-null.
 void nvfp4_prepare_a4_avx2(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out);
 

@@ -132,7 +132,8 @@ float nvfp4_dot_w4a4_ref(const Nvfp4Weight& w, int64_t n, const uint8_t* a_codes
 void nvfp4_size_a4(int64_t M, int64_t K, Nvfp4A4Rows& out) {
   out.K = K;
   // mag/sgn (2K bytes), K/8 + 1 floats, raw codes K/2 and scales K/16; rounded to 64 bytes.
-  out.row_bytes = (2 * K + 4 * (K / 8 + 1) + K / 2 + K / 16 + 63) / 64 * 64;
+  out.blocked = (2 * K + 4 * (K / 8 + 1) + K / 2 + K / 16 + 63) / 64 * 64;
+  out.row_bytes = out.blocked + (K / 2 + K / 2 + 4 * (K / 8) + 63) / 64 * 64;  // + s8 values, int32 corrections
   const size_t need = static_cast<size_t>(M * out.row_bytes + 64);
   if (out.storage.size() < need) out.storage.resize(need);
 }
@@ -148,12 +149,22 @@ void nvfp4_prepare_a4(const float* x, int64_t xs, int64_t r0, int64_t r1, float 
     uint8_t* mag_hi = row + K / 2;
     uint8_t* sgn_lo = row + K;
     uint8_t* sgn_hi = row + 3 * K / 2;
+    auto* val_lo = const_cast<int8_t*>(out.val_lo(r));
+    auto* val_hi = const_cast<int8_t*>(out.val_hi(r));
     for (int64_t j = 0; j < K / 2; ++j) {
       const uint8_t c = codes[j];
       mag_lo[j] = static_cast<uint8_t>(kE2M1x2[c & 0x07]);
       mag_hi[j] = static_cast<uint8_t>(kE2M1x2[(c >> 4) & 0x07]);
       sgn_lo[j] = c & 0x08;
       sgn_hi[j] = (c >> 4) & 0x08;
+      val_lo[j] = static_cast<int8_t>(kE2M1x2[c & 0x0F]);
+      val_hi[j] = static_cast<int8_t>(kE2M1x2[c >> 4]);
+    }
+    auto* corr = const_cast<int32_t*>(out.corr(r));
+    for (int64_t h = 0; h < K / 8; ++h) {  // half block h: even and odd elements 4h..4h+3 of the lo / hi arrays
+      int s = 0;
+      for (int64_t j = 4 * h; j < 4 * h + 4; ++j) s += val_lo[j] + val_hi[j];
+      corr[h] = 12 * s;
     }
     auto* sdup = reinterpret_cast<float*>(row + 2 * K);
     const auto& e4m3 = e4m3_table();
