@@ -15,18 +15,36 @@ void CompiledGrammar::precompute_async(std::string name, MaskWorkers& workers) {
   {
     std::lock_guard lock(mu_);
     if (started_) return;
-    started_ = precomputing_ = true;
+    started_ = precomputing_ = queued_ = true;
+    workers_ = &workers;
     name_ = std::move(name);
-    queued_ = std::chrono::steady_clock::now();
+    queued_at_ = std::chrono::steady_clock::now();
   }
   workers.add(weak_from_this());
+}
+
+void CompiledGrammar::prefetch(const StackSet& state) {
+  {
+    std::lock_guard lock(mu_);
+    if (!workers_) return;
+  }
+  if (!masks_.want(state)) return;
+  MaskWorkers* workers = nullptr;
+  bool queued = false;
+  {
+    std::lock_guard lock(mu_);
+    queued = queued_;
+    queued_ = true;
+    workers = workers_;
+  }
+  if (queued) workers->promote(weak_from_this());  // its next turn takes the wanted masks first
+  else workers->add(weak_from_this(), /*first=*/true);
 }
 
 bool CompiledGrammar::precompute_step(const std::function<bool()>& cancelled) {
   PrecomputeStats st;
   {
     std::lock_guard lock(mu_);
-    if (!precomputing_) return false;
     st = stats_;
   }
   bool more = false;
@@ -38,9 +56,12 @@ bool CompiledGrammar::precompute_step(const std::function<bool()>& cancelled) {
     failure = e.what();
   }
   std::lock_guard lock(mu_);
-  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - queued_).count();
+  if (precomputing_) st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - queued_at_).count();
   stats_ = st;
   if (more) return true;
+  if (failure.empty() && !st.stopped && masks_.wanted()) return true;  // prefetched while this turn ended
+  queued_ = false;
+  if (!precomputing_) return false;  // a prefetch turn
   precomputing_ = false;
   ended_.notify_all();
   if (!failure.empty())
@@ -195,6 +216,7 @@ void GrammarConstraint::accept(int32_t id) {
       fail(ErrorKind::kInternal, "output grammar: token {} ({:?}) does not continue the output", id, vocab.bytes(id));
     std::swap(state_, next_);
   }
+  grammar_->prefetch(state_);  // walked by a worker while the model computes the next step
 }
 
 }  // namespace ninfer::constrain

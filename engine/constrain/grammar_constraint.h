@@ -23,6 +23,7 @@ namespace ninfer::constrain {
 // time in the order a sentence reaches them, then the rest (GrammarMasks::precompute_step). Requests use the grammar
 // at once: a mask the worker has walked comes from the cache, one it has not yet is walked by allowed() on the
 // engine thread, in that step (or waited for, when the worker is walking it just then). Masks are the same either way.
+// prefetch() puts a request's next state first in the worker's line, so that its walks overlap the model's step.
 class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
  public:
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab)
@@ -37,8 +38,12 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   // Queues the grammar on `workers` (once; later calls do nothing). The grammar must be owned by a shared_ptr; the
   // workers hold it by weak reference. `name` labels its log lines (the schema / tool set).
   void precompute_async(std::string name, MaskWorkers& workers = MaskWorkers::shared());
-  // One worker turn: the next suffix-mask walk. False once the precomputation has ended (done, failed or cancelled).
+  // One worker turn: the next suffix-mask walk. False once the precomputation has ended (done, failed or cancelled)
+  // and nothing prefetched is left.
   bool precompute_step(const std::function<bool()>& cancelled);
+  // Asks the workers to walk what `state`'s mask needs before anything else (a request's next state); nothing when
+  // precompute_async() was never called or the mask needs no walk. Cheap; called on the engine thread.
+  void prefetch(const StackSet& state);
   // Whether the precomputation was asked for and has not ended.
   bool precomputing() const;
   // Waits up to `timeout` for the precomputation to end; returns !precomputing().
@@ -53,8 +58,10 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   mutable std::mutex mu_;
   mutable std::condition_variable ended_;
   bool started_ = false, precomputing_ = false;  // guarded by mu_
+  bool queued_ = false;                          // in the workers' queue or turn; guarded by mu_
+  MaskWorkers* workers_ = nullptr;               // precompute_async()'s; guarded by mu_
   std::string name_;                             // guarded by mu_
-  std::chrono::steady_clock::time_point queued_;  // guarded by mu_
+  std::chrono::steady_clock::time_point queued_at_;  // guarded by mu_
   PrecomputeStats stats_;                         // guarded by mu_
 };
 

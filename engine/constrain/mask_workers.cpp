@@ -22,12 +22,24 @@ MaskWorkers& MaskWorkers::shared() {
   return workers;
 }
 
-void MaskWorkers::add(std::weak_ptr<CompiledGrammar> grammar) {
+void MaskWorkers::add(std::weak_ptr<CompiledGrammar> grammar, bool first) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(grammar));
+    if (first) queue_.push_front(std::move(grammar));
+    else queue_.push_back(std::move(grammar));
   }
   wake_.notify_one();
+}
+
+void MaskWorkers::promote(const std::weak_ptr<CompiledGrammar>& grammar) {
+  std::lock_guard lock(mu_);
+  for (auto it = queue_.begin(); it != queue_.end(); ++it)
+    if (!it->owner_before(grammar) && !grammar.owner_before(*it)) {  // the same grammar
+      std::weak_ptr<CompiledGrammar> g = std::move(*it);
+      queue_.erase(it);
+      queue_.push_front(std::move(g));
+      return;
+    }
 }
 
 size_t MaskWorkers::pending() const {
@@ -51,15 +63,19 @@ void MaskWorkers::run(std::stop_token stop) {
       ++busy_;
       peak_busy_ = std::max(peak_busy_, busy_);
     }
-    bool more = false;
+    bool more = false, first = false;
     if (std::shared_ptr<CompiledGrammar> g = turn.lock()) {
       // Abandoned mid-walk when the pool stops or when this turn holds the last reference (nobody needs the masks;
       // only weak references are handed out besides, so once the count is 1 it stays 1).
       more = g->precompute_step([&] { return stop.stop_requested() || g.use_count() == 1; });
+      first = more && g->masks().wanted();
     }  // a grammar dropped meanwhile is destroyed here, on the worker
     std::lock_guard lock(mu_);
     --busy_;
-    if (more && !stop.stop_requested()) queue_.push_back(std::move(turn));
+    if (more && !stop.stop_requested()) {
+      if (first) queue_.push_front(std::move(turn));
+      else queue_.push_back(std::move(turn));
+    }
   }
 }
 

@@ -31,7 +31,12 @@ class MaskWorkers {
   static constexpr size_t kDefaultThreads = 1;
   static MaskWorkers& shared();
 
-  void add(std::weak_ptr<CompiledGrammar> grammar);
+  // Queues a grammar for turns; `first`: at the head of the line (a request waits on what it prefetched). A grammar
+  // must not be added again while it is queued or in a turn (CompiledGrammar keeps track).
+  void add(std::weak_ptr<CompiledGrammar> grammar, bool first = false);
+  // Moves a queued grammar to the head of the line (nothing when it is in a turn: that turn's grammar goes back in
+  // line first when it has prefetched masks waiting).
+  void promote(const std::weak_ptr<CompiledGrammar>& grammar);
   size_t threads() const { return threads_.size(); }
   // For tests: grammars queued or being walked, and the most turns ever run at once (never above threads()).
   size_t pending() const;

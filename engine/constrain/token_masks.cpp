@@ -132,6 +132,25 @@ bool GrammarMasks::precompute_step(PrecomputeStats& st, const std::function<bool
     st.stopped = true;
     return false;
   }
+  {
+    std::unique_lock lock(mu_);
+    while (!wanted_.empty()) {
+      Lookup l = lookup(wanted_.front());  // again after each walk: the stack may need a longer key next
+      if (l.mask) {
+        wanted_.pop_front();
+        continue;
+      }
+      if (walk(l.missing, lock, cancelled)) {
+        ++st.walks, ++st.prefetch_walks;
+        std::erase_if(wanted_, [&](const std::vector<uint32_t>& s) { return lookup(s).mask != nullptr; });
+        return true;
+      }
+      if (cancelled && cancelled()) {
+        st.stopped = true;
+        return false;
+      }
+    }
+  }
   if (reach_step(st, cancelled)) return !st.stopped;
   if (st.stopped) return false;
   return enumerate_step(st, cancelled) && !st.stopped;
@@ -238,6 +257,27 @@ bool GrammarMasks::enumerate_step(PrecomputeStats& st, const std::function<bool(
     }
   }
   return false;
+}
+
+bool GrammarMasks::want(const StackSet& state) {
+  std::lock_guard lock(mu_);
+  if (states_.contains(state.data)) return false;
+  bool queued = false;
+  state.for_each([&](std::span<const uint32_t> stack) {
+    if (stack.empty()) return;
+    if (lookup(stack).mask) return;
+    std::vector<uint32_t> s(stack.begin(), stack.end());
+    if (std::find(wanted_.begin(), wanted_.end(), s) != wanted_.end()) return;
+    if (wanted_.size() >= kMaxWanted) wanted_.pop_front();
+    wanted_.push_back(std::move(s));
+    queued = true;
+  });
+  return queued;
+}
+
+bool GrammarMasks::wanted() const {
+  std::lock_guard lock(mu_);
+  return !wanted_.empty();
 }
 
 size_t GrammarMasks::walks() const {

@@ -73,7 +73,8 @@ struct SuffixMask {
 // suffixes are too many to enumerate), and whether it was stopped before the end.
 struct PrecomputeStats {
   size_t walks = 0;
-  size_t reach_walks = 0;  // of which in the breadth-first pass over reachable stacks (the first ones)
+  size_t reach_walks = 0;     // of which in the breadth-first pass over reachable stacks (the first ones)
+  size_t prefetch_walks = 0;  // of which asked for by want() (a request's next state)
   size_t positions = 0;    // byte-set positions (possible stack tops)
   size_t left_to_runtime = 0;
   bool stopped = false;
@@ -97,7 +98,9 @@ struct PrecomputeStats {
 //
 // A suffix mask missing when allowed() needs it is walked there, on the caller's thread (the engine's: that step
 // waits for it); one the worker is walking at that moment is waited for instead of walked twice. The walks run
-// outside the lock, so allowed() and the worker never wait for each other's walks of different suffixes.
+// outside the lock, so allowed() and the worker never wait for each other's walks of different suffixes. want()
+// queues the masks a state will need for the worker to walk before anything else: a request's next state, asked for
+// as its token is accepted, is then walked while the model computes the next step.
 class GrammarMasks {
  public:
   static constexpr size_t kMaxDependent = 2048;
@@ -105,6 +108,7 @@ class GrammarMasks {
   static constexpr size_t kMaxSuffixesPerTop = 256;  // nor enumerates more suffixes of one top position
   static constexpr size_t kStateCacheSize = 256;  // 7.8 MB of masks at a 248k vocabulary
   static constexpr size_t kMaxReachStacks = 512;  // the breadth-first pass expands at most this many stacks
+  static constexpr size_t kMaxWanted = 64;         // want()'s queue keeps the newest this many stacks
 
   GrammarMasks(const Grammar& grammar, const TokenVocabulary& vocab);
 
@@ -120,6 +124,10 @@ class GrammarMasks {
   // left. `cancelled` (optional) is polled during the walk: a cancelled walk is dropped (st.stopped set, false
   // returned). One caller at a time (the grammar's worker); thread-safe against allowed().
   bool precompute_step(PrecomputeStats& st, const std::function<bool()>& cancelled = {});
+  // Queues the stacks of `state` whose suffix masks are not all walked, for precompute_step() to walk their masks
+  // first (after the passes are over too). Returns whether it queued any; cheap when the state's mask is cached.
+  bool want(const StackSet& state);
+  bool wanted() const;  // whether want() queued masks precompute_step() has not taken yet
 
   const TokenVocabulary& vocab() const { return vocab_; }
   const GrammarMatcher& matcher() const { return matcher_; }
@@ -170,6 +178,7 @@ class GrammarMasks {
   };
   std::map<std::vector<uint32_t>, CachedState> states_;
   std::set<std::vector<uint32_t>> walking_;  // keys being walked (mu_ released); walked_ is notified as each ends
+  std::deque<std::vector<uint32_t>> wanted_;  // want()'s stacks whose masks are not all walked, oldest first
   std::condition_variable walked_;
   uint64_t clock_ = 0;
   size_t hits_ = 0, misses_ = 0, runtime_walks_ = 0, runtime_waits_ = 0;

@@ -326,8 +326,8 @@ TEST_F(Constrained, ANewGrammarsRequestsRunBeforeAnyPrecomputation) {
 }
 
 // The hybrid as the server runs it: requests submitted as their grammars are queued on a worker, which walks while
-// the engine steps. Outputs equal fully precomputed grammars' (masks are the same whoever walked them), and a walk
-// either side did is not done twice.
+// the engine steps and prefetches each request's next state. Outputs equal fully precomputed grammars' (masks are the
+// same whoever walked them), and a walk either side did is not done twice.
 TEST_F(Constrained, GrammarsWalkedByTheWorkerAndTheStepGiveTheSameOutputs) {
   const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
   std::vector<std::shared_ptr<CompiledGrammar>> pre;
@@ -336,6 +336,8 @@ TEST_F(Constrained, GrammarsWalkedByTheWorkerAndTheStepGiveTheSameOutputs) {
   std::vector<std::shared_ptr<CompiledGrammar>> gs;
   const EngineRun run = queued_run(o, workers, gs);
   EXPECT_EQ(run.tokens, truth.tokens);
+  for (int i = 0; i < 5000 && workers.pending() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(workers.pending(), 0u) << "the worker's turns (precomputation and prefetches) did not end in 5 s";
   for (size_t i = 0; i < gs.size(); ++i) {
     ASSERT_TRUE(gs[i]->wait_precomputed(std::chrono::seconds(60)));
     const constrain::PrecomputeStats st = gs[i]->precompute_stats();

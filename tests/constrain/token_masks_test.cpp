@@ -214,6 +214,7 @@ TEST(TokenMasks, MasksWalkedOnDemandEqualPrecomputedMasks) {
     EXPECT_GT(lazy->masks().runtime_walks(), 0u);
     EXPECT_EQ(full->masks().runtime_walks(), 0u);
     ASSERT_TRUE(mixed->wait_precomputed(std::chrono::seconds(60)));
+    ASSERT_TRUE(turns_end(workers)) << "prefetches still being walked";
     EXPECT_EQ(mixed->masks().walks(), st.walks + mixed->precompute_stats().walks + mixed->masks().runtime_walks())
         << "a suffix walked twice";
   }
@@ -241,6 +242,30 @@ TEST(TokenMasks, TheWorkerWalksTheStartStateFirst) {
     EXPECT_EQ(cg->masks().runtime_walks(), 0u) << "the start state's masks were not the first walked";
     EXPECT_EQ(got.words, bits.words);
   }
+}
+
+// want() puts a state deep in a sentence before the passes (which start at the start state): the next steps walk its
+// masks, and then its mask needs no walk.
+TEST(TokenMasks, AWantedStateIsWalkedFirst) {
+  const auto vocab = synthetic_vocab();
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[0])), vocab);
+  const GrammarMatcher& m = cg->masks().matcher();
+  StackSet state = m.start(), next;
+  for (char ch : std::string("{\"name\": \"ab")) {
+    ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
+    std::swap(state, next);
+  }
+  ASSERT_TRUE(cg->masks().want(state));
+  EXPECT_FALSE(cg->masks().want(state)) << "queued twice";
+  PrecomputeStats st;
+  while (cg->masks().wanted()) ASSERT_TRUE(cg->masks().precompute_step(st));
+  EXPECT_GT(st.prefetch_walks, 0u);
+  EXPECT_EQ(st.walks, st.prefetch_walks) << "the passes went first";
+  TokenBits got;
+  cg->masks().allowed(state, got);
+  EXPECT_EQ(cg->masks().runtime_walks(), 0u);
+  EXPECT_EQ(got.words, brute(*vocab, m, state, kEnd).words);
+  EXPECT_FALSE(cg->masks().want(state)) << "its mask is cached: nothing to walk";
 }
 
 // A pool of two workers serves eight grammars: never more than two walks at once, every grammar done.
