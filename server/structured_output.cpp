@@ -94,7 +94,8 @@ std::shared_ptr<constrain::CompiledGrammar> StructuredOutput::compiled(const std
     spdlog::info("structured output: {} tokens sorted for grammar masks", vocab_->sorted().size());
   }
   auto g = std::make_shared<constrain::CompiledGrammar>(make(), vocab_);
-  // Its token masks are walked ahead by the shared workers, those a request reaches first first; requests use it at once.
+  // Its token masks are walked ahead by the shared workers (what an answer reaches first, first); requests use it at
+  // once.
   g->precompute_async(key.size() > 80 ? key.substr(0, 77) + "..." : key);
   grammars_.emplace_front(key, g);
   if (grammars_.size() > kMaxGrammars) {

@@ -77,12 +77,11 @@ std::shared_ptr<constrain::CompiledGrammar> grammar_of(const constrain::Grammar&
 }
 
 // How a cold row starts: no worker, the worker with the request waiting for all of it, or the worker beside it.
-enum class Cold { kNoWorker, kWaitForWorker, kHybrid, kWarm };
+enum class Cold { kNoWorker, kWaitForWorker, kHybrid };
 
 // The grammar for a row, and the seconds spent waiting for it before the first request (kWaitForWorker).
-std::pair<std::shared_ptr<constrain::CompiledGrammar>, double> prepare(const constrain::Grammar& g,
-                                                                       const std::shared_ptr<const constrain::TokenVocabulary>& vocab,
-                                                                       Cold how) {
+std::pair<std::shared_ptr<constrain::CompiledGrammar>, double> prepare(
+    const constrain::Grammar& g, const std::shared_ptr<const constrain::TokenVocabulary>& vocab, Cold how) {
   const auto t0 = Clock::now();
   auto cg = grammar_of(g, vocab, how != Cold::kNoWorker);
   if (how == Cold::kWaitForWorker && !cg->wait_precomputed(std::chrono::minutes(10)))

@@ -36,7 +36,7 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   GrammarMasks& masks() { return masks_; }
 
   // Queues the grammar on `workers` (once; later calls do nothing). The grammar must be owned by a shared_ptr; the
-  // workers hold it by weak reference. `name` labels its log lines (the schema / tool set).
+  // workers hold it by weak reference, and must outlive it (prefetch() reaches them). `name` labels its log lines.
   void precompute_async(std::string name, MaskWorkers& workers = MaskWorkers::shared());
   // One worker turn: the next suffix-mask walk. False once the precomputation has ended (done, failed or cancelled)
   // and nothing prefetched is left.

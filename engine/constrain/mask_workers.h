@@ -1,5 +1,4 @@
-// Owns the threads that precompute grammars' token masks ahead of use: a fixed number of workers taking turns over
-// the grammars queued, one suffix-mask walk at a time, each grammar held only while it is being walked.
+// Owns the threads that walk grammars' token masks ahead of use: a bounded pool serving grammars round robin.
 #pragma once
 
 #include <condition_variable>

@@ -240,8 +240,8 @@ bool GrammarMasks::enumerate_step(PrecomputeStats& st, const std::function<bool(
         }
         continue;  // another thread walked it (or gave up: then walked here next time round)
       }
-      if (it->second.dependent.size() > kMaxDependent && key.size() == c.frames && !below_[rule_of_[key.front()]].empty())
-        c.deeper = true;
+      const bool deeper_possible = key.size() == c.frames && !below_[rule_of_[key.front()]].empty();
+      if (it->second.dependent.size() > kMaxDependent && deeper_possible) c.deeper = true;
       ++c.next;
     }
     size_t& f = suffix_len_.try_emplace(c.top, 1).first->second;

@@ -142,7 +142,8 @@ class GrammarMasks {
 
  private:
   // The walk; nullopt when `cancelled` said so first.
-  std::optional<SuffixMask> compute(std::span<const uint32_t> suffix, const std::function<bool()>& cancelled = {}) const;
+  std::optional<SuffixMask> compute(std::span<const uint32_t> suffix,
+                                    const std::function<bool()>& cancelled = {}) const;
   void build(const StackSet& state, TokenBits& out, std::unique_lock<std::mutex>& lock);
   // The suffix mask allowed() uses for `stack` and the frames of its key, or (mask null) the first key it needs that
   // is not walked yet. A top position keyed too short is keyed by more frames from then on. mu_ held.
