@@ -82,6 +82,7 @@ StructuredOutput::StructuredOutput(const Tokenizer& tokenizer, std::vector<int32
 
 std::shared_ptr<constrain::CompiledGrammar> StructuredOutput::compiled(const std::string& key,
                                                                        const std::function<constrain::Grammar()>& make) {
+  std::shared_ptr<constrain::CompiledGrammar> dropped;  // destroyed after the lock is released
   std::lock_guard lock(mu_);
   for (auto it = grammars_.begin(); it != grammars_.end(); ++it)
     if (it->first == key) {
@@ -93,10 +94,14 @@ std::shared_ptr<constrain::CompiledGrammar> StructuredOutput::compiled(const std
     spdlog::info("structured output: {} tokens sorted for grammar masks", vocab_->sorted().size());
   }
   auto g = std::make_shared<constrain::CompiledGrammar>(make(), vocab_);
-  // Its token masks are computed on a worker; the engine schedules the requests that use it once they are done.
+  // Its token masks are walked ahead by the shared workers (what an answer reaches first, first); requests use it at
+  // once.
   g->precompute_async(key.size() > 80 ? key.substr(0, 77) + "..." : key);
   grammars_.emplace_front(key, g);
-  if (grammars_.size() > kMaxGrammars) grammars_.pop_back();
+  if (grammars_.size() > kMaxGrammars) {
+    dropped = std::move(grammars_.back().second);
+    grammars_.pop_back();
+  }
   return g;
 }
 

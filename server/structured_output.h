@@ -25,8 +25,9 @@ namespace ninfer::server {
 ResponseFormat parse_response_format(const nlohmann::ordered_json& value);
 
 // Builds each request's output constraint. Grammars are compiled once per distinct schema / tool set and kept (least
-// recently used dropped), so their token masks are computed once, on a worker thread when the grammar is new (the
-// requests that use it wait, unscheduled, until then); the vocabulary is sorted on first use.
+// recently used dropped), so their token masks are computed once: by the shared mask workers (MaskWorkers) ahead of
+// use when the grammar is new, and in the step for a mask the workers have not reached yet (requests never wait for
+// the whole precomputation); the vocabulary is sorted on first use.
 class StructuredOutput {
  public:
   static constexpr size_t kMaxGrammars = 16;  // each keeps up to 256 state masks (7.8 MB at 248k tokens)

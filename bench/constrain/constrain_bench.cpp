@@ -1,8 +1,9 @@
-// ninfer-bench-constrain: what structured output costs per token. The grammar's mask time per output token, cold
-// (first use of a schema) and warm (cached states), on ninfer-tiny inside the engine against its plain decode step,
-// and on a 248k-token vocabulary (the Qwen3.5 tokenizer) along random constrained outputs. Cold twice: with the
-// grammar's suffix masks precomputed on a worker first (as the server does; the worker's time is reported apart), and
-// without (every vocabulary walk inside the step, as before the worker existed).
+// ninfer-bench-constrain: what structured output costs. For a new schema, the wait until its first token (ninfer-tiny,
+// in the engine) or first mask (a 248k-token vocabulary, the Qwen3.5 tokenizer, along random constrained outputs);
+// and the grammar's mask time per output token against ninfer-tiny's plain decode step. Cold (a schema's first
+// outputs) three ways: every vocabulary walk in the step (no worker); the request waiting until the worker has
+// precomputed the whole grammar (the behaviour before the hybrid); the hybrid (the request starts at once, the step
+// walks what the worker has not yet). Warm: the same outputs again (cached masks).
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -39,7 +40,6 @@ const char* kSchema =
 class TimedConstraint final : public LogitConstraint {
  public:
   TimedConstraint(std::shared_ptr<LogitConstraint> inner, double* seconds) : inner_(std::move(inner)), seconds_(seconds) {}
-  bool ready() const override { return inner_->ready(); }
   void mask(std::span<float> logits) override { time([&] { inner_->mask(logits); }); }
   void accept(int32_t id) override { time([&] { inner_->accept(id); }); }
 
@@ -56,14 +56,18 @@ class TimedConstraint final : public LogitConstraint {
 
 struct Row {
   std::string label;
+  double first_ms = -1;    // the first request's wait for its first token (engine) or first mask (walks), from the
+                           // grammar's creation; -1: not a schema's first request
+  double first_output_ms = -1;  // likewise, until the first request's last token (engine: total; walks: mask time)
   double step_ms = 0;      // decode step (engine timings)
   double mask_us = 0;      // grammar time per output token
   int64_t tokens = 0;
-  size_t walks = 0, misses = 0;  // vocabulary walks in the step and state-cache misses during the row
-  double worker_ms = -1;         // the grammar's precomputation on the worker (-1: none)
+  size_t walks = 0, waits = 0, misses = 0;  // vocabulary walks in the step, waits there for the worker's walk of a
+                                            // suffix, and state-cache misses during the row
+  double worker_ms = -1;                    // the grammar's whole precomputation on the worker (-1: not measured)
 };
 
-// A grammar of `schema` over `vocab`; `precompute`: its masks computed on the worker (started, not waited for).
+// A grammar of `schema` over `vocab`; `precompute`: queued on the mask workers (not waited for).
 std::shared_ptr<constrain::CompiledGrammar> grammar_of(const constrain::Grammar& g,
                                                        std::shared_ptr<const constrain::TokenVocabulary> vocab,
                                                        bool precompute) {
@@ -72,14 +76,24 @@ std::shared_ptr<constrain::CompiledGrammar> grammar_of(const constrain::Grammar&
   return cg;
 }
 
-void wait_ready(const constrain::CompiledGrammar& g) {
-  while (!g.ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// How a cold row starts: no worker, the worker with the request waiting for all of it, or the worker beside it.
+enum class Cold { kNoWorker, kWaitForWorker, kHybrid };
+
+// The grammar for a row, and the seconds spent waiting for it before the first request (kWaitForWorker).
+std::pair<std::shared_ptr<constrain::CompiledGrammar>, double> prepare(
+    const constrain::Grammar& g, const std::shared_ptr<const constrain::TokenVocabulary>& vocab, Cold how) {
+  const auto t0 = Clock::now();
+  auto cg = grammar_of(g, vocab, how != Cold::kNoWorker);
+  if (how == Cold::kWaitForWorker && !cg->wait_precomputed(std::chrono::minutes(10)))
+    throw std::runtime_error("the worker took over 10 minutes");
+  return {cg, how == Cold::kWaitForWorker ? std::chrono::duration<double>(Clock::now() - t0).count() : 0.0};
 }
 
 Row engine_row(Engine& engine, const std::string& label, const std::vector<std::vector<int32_t>>& prompts, int tokens,
-               const std::shared_ptr<constrain::CompiledGrammar>& grammar, int32_t end_id) {
+               const std::shared_ptr<constrain::CompiledGrammar>& grammar, int32_t end_id, double waited_s = -1) {
   Row row{label};
   const size_t walks0 = grammar ? grammar->masks().runtime_walks() : 0,
+               waits0 = grammar ? grammar->masks().runtime_waits() : 0,
                misses0 = grammar ? grammar->masks().state_misses() : 0;
   double mask_s = 0, decode_s = 0;
   for (const auto& p : prompts) {
@@ -97,6 +111,10 @@ Row engine_row(Engine& engine, const std::string& label, const std::vector<std::
     w->wait();
     if (w->result.reason == FinishReason::kError) throw std::runtime_error(label + ": " + w->result.error);
     decode_s += w->result.timings.decode_s;
+    if (waited_s >= 0 && &p == &prompts.front()) {
+      row.first_ms = 1e3 * (waited_s + w->result.timings.ttft_s);
+      row.first_output_ms = 1e3 * (waited_s + w->result.timings.total_s);
+    }
     row.tokens += w->result.completion_tokens;
   }
   const int64_t steps = row.tokens - static_cast<int64_t>(prompts.size());  // the first token of each comes from prefill
@@ -104,19 +122,21 @@ Row engine_row(Engine& engine, const std::string& label, const std::vector<std::
   row.mask_us = row.tokens > 0 ? 1e6 * mask_s / static_cast<double>(row.tokens) : 0;
   if (grammar) {
     row.walks = grammar->masks().runtime_walks() - walks0, row.misses = grammar->masks().state_misses() - misses0;
-    if (!grammar->ready()) throw std::runtime_error(label + ": a request ran before its grammar was ready");
-    if (grammar->precompute_stats().positions > 0) row.worker_ms = 1e3 * grammar->precompute_stats().seconds;
+    row.waits = grammar->masks().runtime_waits() - waits0;
+    if (!grammar->precomputing() && grammar->precompute_stats().positions > 0)
+      row.worker_ms = 1e3 * grammar->precompute_stats().seconds;
   }
   return row;
 }
 
 // Random constrained outputs over a large vocabulary: the mask of every step into a logits row of `logit_width`.
+// `gap_ms` between a token's accept() and the next mask (not timed): the model's step, run on an accelerator while
+// the CPU is free for the mask workers.
 Row walk_row(const std::string& label, const std::shared_ptr<constrain::CompiledGrammar>& g, int32_t end_id,
-             int outputs, int max_tokens, size_t logit_width, uint32_t seed) {
+             int outputs, int max_tokens, size_t logit_width, uint32_t seed, double gap_ms, double waited_s = -1) {
   Row row{label};
-  wait_ready(*g);  // the server schedules a request once its grammar is ready
-  if (g->precompute_stats().positions > 0) row.worker_ms = 1e3 * g->precompute_stats().seconds;
-  const size_t walks0 = g->masks().runtime_walks(), misses0 = g->masks().state_misses();
+  const size_t walks0 = g->masks().runtime_walks(), waits0 = g->masks().runtime_waits(),
+               misses0 = g->masks().state_misses();
   std::mt19937 rng(seed);
   std::vector<float> logits(logit_width);
   double mask_s = 0;
@@ -127,6 +147,7 @@ Row walk_row(const std::string& label, const std::shared_ptr<constrain::Compiled
       const auto t0 = Clock::now();
       c.mask(logits);
       mask_s += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (waited_s >= 0 && o == 0 && t == 0) row.first_ms = 1e3 * (waited_s + mask_s);
       std::vector<int32_t> ids;  // prefer short tokens and ending, so outputs finish inside max_tokens
       for (size_t id = 0; id < logits.size(); ++id)
         if (logits[id] == 0.0f) ids.push_back(static_cast<int32_t>(id));
@@ -135,23 +156,36 @@ Row walk_row(const std::string& label, const std::shared_ptr<constrain::Compiled
       const auto t1 = Clock::now();
       c.accept(pick);
       mask_s += std::chrono::duration<double>(Clock::now() - t1).count();
+      if (gap_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gap_ms));
       ++row.tokens;
       if (pick == end_id) break;
     }
+    if (waited_s >= 0 && o == 0) row.first_output_ms = 1e3 * (waited_s + mask_s);
   }
   row.mask_us = 1e6 * mask_s / static_cast<double>(row.tokens);
   row.walks = g->masks().runtime_walks() - walks0, row.misses = g->masks().state_misses() - misses0;
+  row.waits = g->masks().runtime_waits() - waits0;
+  if (!g->precomputing() && g->precompute_stats().positions > 0) row.worker_ms = 1e3 * g->precompute_stats().seconds;
   return row;
 }
 
-// Cold without the worker, cold with it, then warm (the precomputed grammar again).
-void three_rows(std::vector<Row>& rows, const std::string& label, const constrain::Grammar& g,
-                const std::shared_ptr<const constrain::TokenVocabulary>& vocab,
-                const std::function<Row(const std::string&, const std::shared_ptr<constrain::CompiledGrammar>&)>& run) {
-  rows.push_back(run(label + ", cold, walks in the step", grammar_of(g, vocab, false)));
-  auto pre = grammar_of(g, vocab, true);
-  rows.push_back(run(label + ", cold, precomputed", pre));
-  rows.push_back(run(label + ", warm", pre));
+using RunRow = std::function<Row(const std::string&, const std::shared_ptr<constrain::CompiledGrammar>&, double)>;
+
+// Cold three ways, then warm (the fully precomputed grammar again). The hybrid's grammar is dropped after its row, so
+// its worker stops (mid-walk) before the next row starts.
+void cold_and_warm(std::vector<Row>& rows, const std::string& label, const constrain::Grammar& g,
+                   const std::shared_ptr<const constrain::TokenVocabulary>& vocab, const RunRow& run) {
+  {
+    auto [cg, waited] = prepare(g, vocab, Cold::kNoWorker);
+    rows.push_back(run(label + ", cold, walks in the step (no worker)", cg, waited));
+  }
+  {
+    auto [cg, waited] = prepare(g, vocab, Cold::kHybrid);
+    rows.push_back(run(label + ", cold, hybrid (after)", cg, waited));
+  }
+  auto [pre, waited] = prepare(g, vocab, Cold::kWaitForWorker);
+  rows.push_back(run(label + ", cold, waits for the whole precompute (before)", pre, waited));
+  rows.push_back(run(label + ", warm", pre, -1));
 }
 
 }  // namespace
@@ -163,12 +197,15 @@ int main(int argc, char** argv) {
   std::string model = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
   std::string big = std::string(NINFER_BINARY_DIR) + "/tests/tokenizer/fixtures/tokenizer.json";
   int threads = 2, tokens = 96, walks = 6;
+  double gap_ms = 0;
   app.add_option("--model", model, "artifact (default: the shipped ninfer-tiny)");
   app.add_option("--threads", threads, "CPU backend threads");
   app.add_option("--tokens", tokens, "max output tokens per request");
   app.add_option("--big-tokenizer", big, "a large tokenizer.json for the vocabulary rows (default: the Qwen3.5 test "
                                          "fixture the test build unpacks)");
   app.add_option("--walks", walks, "random constrained outputs on the large vocabulary, per pass");
+  app.add_option("--gap-ms", gap_ms, "large vocabulary: idle ms between a token and the next mask, standing in for a "
+                                     "model step on an accelerator (the mask workers use it); default 0");
   CLI11_PARSE(app, argc, argv);
   try {
     Artifact a = Artifact::open(model);
@@ -188,9 +225,10 @@ int main(int argc, char** argv) {
     engine_row(engine, "warm-up", prompts, 8, nullptr, end);
     std::vector<Row> rows;
     rows.push_back(engine_row(engine, "ninfer-tiny, plain", prompts, tokens, nullptr, end));
-    three_rows(rows, "ninfer-tiny, json_schema", schema_grammar, tiny_vocab, [&](const std::string& l, const auto& g) {
-      return engine_row(engine, l, prompts, tokens, g, end);
-    });
+    cold_and_warm(rows, "ninfer-tiny, json_schema", schema_grammar, tiny_vocab,
+                  [&](const std::string& l, const auto& g, double waited) {
+                    return engine_row(engine, l, prompts, tokens, g, end, waited);
+                  });
     const double step_ms = rows[0].step_ms;
 
     std::fprintf(stderr, "sorting the large vocabulary (%s)\n", big.c_str());
@@ -203,22 +241,26 @@ int main(int argc, char** argv) {
     const double sort_ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
     const int32_t big_end = big_tok.require_token_id("<|im_end|>");
     const size_t width = 248320;  // the Qwen3.5 checkpoints' padded vocab_size
-    three_rows(rows, "248k vocab, json_schema", schema_grammar, big_vocab, [&](const std::string& l, const auto& g) {
-      return walk_row(l, g, big_end, walks, tokens, width, 1);
-    });
-    three_rows(rows, "248k vocab, json_object", object_grammar, big_vocab, [&](const std::string& l, const auto& g) {
-      return walk_row(l, g, big_end, walks, tokens, width, 2);
-    });
+    cold_and_warm(rows, "248k vocab, json_schema", schema_grammar, big_vocab,
+                  [&](const std::string& l, const auto& g, double waited) {
+                    return walk_row(l, g, big_end, walks, tokens, width, 1, gap_ms, waited);
+                  });
+    cold_and_warm(rows, "248k vocab, json_object", object_grammar, big_vocab,
+                  [&](const std::string& l, const auto& g, double waited) {
+                    return walk_row(l, g, big_end, walks, tokens, width, 2, gap_ms, waited);
+                  });
 
     fmt::print("model {} (vocab {}), {} threads, {} prompts × ≤ {} tokens; large vocabulary {} tokens ({} eligible, "
-               "sorted in {:.0f} ms), logits rows of {}\n\n",
+               "sorted in {:.0f} ms), logits rows of {}, {} ms idle between its tokens\n\n",
                a.path(), c.vocab_size, threads, prompts.size(), tokens, big_vocab->size(), big_vocab->sorted().size(),
-               sort_ms, width);
-    fmt::print("| case | worker precompute ms | output tokens | vocabulary walks in steps | state-cache misses | "
-               "decode step ms | grammar µs / token | grammar / plain step |\n|---|---|---|---|---|---|---|---|\n");
+               sort_ms, width, gap_ms);
+    fmt::print("| case | first token / mask ms | first output ms | worker precompute ms | output tokens | "
+               "vocabulary walks in steps | waits for the worker's walk | state-cache misses | decode step ms | "
+               "grammar µs / token | grammar / plain step |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const auto ms = [](double v) { return v >= 0 ? fmt::format("{:.0f}", v) : std::string("–"); };
     for (const Row& r : rows)
-      fmt::print("| {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f}% |\n", r.label,
-                 r.worker_ms >= 0 ? fmt::format("{:.0f}", r.worker_ms) : "–", r.tokens, r.walks, r.misses,
+      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f}% |\n", r.label, ms(r.first_ms),
+                 ms(r.first_output_ms), ms(r.worker_ms), r.tokens, r.walks, r.waits, r.misses,
                  r.step_ms > 0 ? fmt::format("{:.2f}", r.step_ms) : "–", r.mask_us,
                  step_ms > 0 ? 100.0 * r.mask_us / (1e3 * step_ms) : 0.0);
   } catch (const std::exception& e) {

@@ -11,31 +11,77 @@
 
 namespace ninfer::constrain {
 
-void CompiledGrammar::precompute_async(std::string name) {
+void CompiledGrammar::precompute_async(std::string name, MaskWorkers& workers) {
+  {
+    std::lock_guard lock(mu_);
+    if (started_) return;
+    started_ = precomputing_ = queued_ = true;
+    workers_ = &workers;
+    name_ = std::move(name);
+    queued_at_ = std::chrono::steady_clock::now();
+  }
+  workers.add(weak_from_this());
+}
+
+void CompiledGrammar::prefetch(const StackSet& state) {
+  {
+    std::lock_guard lock(mu_);
+    if (!workers_) return;
+  }
+  if (!masks_.want(state)) return;
+  MaskWorkers* workers = nullptr;
+  bool queued = false;
+  {
+    std::lock_guard lock(mu_);
+    queued = queued_;
+    queued_ = true;
+    workers = workers_;
+  }
+  if (queued) workers->promote(weak_from_this());  // its next turn takes the wanted masks first
+  else workers->add(weak_from_this(), /*first=*/true);
+}
+
+bool CompiledGrammar::precompute_step(const std::function<bool()>& cancelled) {
+  PrecomputeStats st;
+  {
+    std::lock_guard lock(mu_);
+    st = stats_;
+  }
+  bool more = false;
+  std::string failure;
+  try {
+    more = masks_.precompute_step(st, cancelled);
+  } catch (const std::exception& e) {
+    // The same error comes back to the request when its masks are computed at run time; nothing is lost.
+    failure = e.what();
+  }
   std::lock_guard lock(mu_);
-  if (started_) return;
-  started_ = true;
-  ready_.store(false, std::memory_order_release);
-  worker_ = std::jthread([this, name = std::move(name)](std::stop_token stop) {
-    const auto t0 = std::chrono::steady_clock::now();
-    PrecomputeStats st;
-    try {
-      st = masks_.precompute(stop);
-    } catch (const std::exception& e) {
-      // The same error comes back to the request when its masks are computed at run time; nothing is lost.
-      spdlog::warn("grammar {}: precomputing its token masks failed ({}); they are computed as they are needed", name,
-                   e.what());
-    }
-    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    {
-      std::lock_guard lock(mu_);
-      stats_ = st;
-    }
-    spdlog::info("grammar {}: {} token-mask walks over {} positions in {:.0f} ms{}{}", name, st.walks, st.positions,
-                 1e3 * st.seconds, st.left_to_runtime ? fmt::format(" ({} positions left to run time)", st.left_to_runtime) : "",
-                 st.stopped ? " (stopped)" : "");
-    ready_.store(true, std::memory_order_release);
-  });
+  if (precomputing_) st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - queued_at_).count();
+  stats_ = st;
+  if (more) return true;
+  if (failure.empty() && !st.stopped && masks_.wanted()) return true;  // prefetched while this turn ended
+  queued_ = false;
+  if (!precomputing_) return false;  // a prefetch turn
+  precomputing_ = false;
+  ended_.notify_all();
+  if (!failure.empty())
+    spdlog::warn("grammar {}: precomputing its token masks failed ({}); they are computed as they are needed", name_,
+                 failure);
+  else if (!st.stopped)  // stopped: the grammar is being dropped, or the process is ending
+    spdlog::info("grammar {}: {} token-mask walks ({} along reachable stacks first) over {} positions in {:.0f} ms{}",
+                 name_, st.walks, st.reach_walks, st.positions, 1e3 * st.seconds,
+                 st.left_to_runtime ? fmt::format(" ({} positions left to run time)", st.left_to_runtime) : "");
+  return false;
+}
+
+bool CompiledGrammar::precomputing() const {
+  std::lock_guard lock(mu_);
+  return precomputing_;
+}
+
+bool CompiledGrammar::wait_precomputed(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return ended_.wait_for(lock, timeout, [&] { return !precomputing_; });
 }
 
 PrecomputeStats CompiledGrammar::precompute_stats() const {
@@ -170,6 +216,7 @@ void GrammarConstraint::accept(int32_t id) {
       fail(ErrorKind::kInternal, "output grammar: token {} ({:?}) does not continue the output", id, vocab.bytes(id));
     std::swap(state_, next_);
   }
+  grammar_->prefetch(state_);  // walked by a worker while the model computes the next step
 }
 
 }  // namespace ninfer::constrain

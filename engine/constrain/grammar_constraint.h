@@ -2,26 +2,29 @@
 // masks over one vocabulary) and the per-request LogitConstraint that walks it token by token.
 #pragma once
 
-#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/constrain/logit_constraint.h"
+#include "engine/constrain/mask_workers.h"
 #include "engine/constrain/token_masks.h"
 
 namespace ninfer::constrain {
 
 // A grammar with its mask cache. Shared by every request that uses the same grammar; thread-safe.
 //
-// precompute_async() computes the suffix masks of the whole grammar on a worker thread (GrammarMasks::precompute);
-// until it is done ready() is false, and the engine does not schedule a request whose constraint is not ready, so the
-// walks never run inside a batch step. Masks asked for before then are still right (allowed() computes what is
-// missing itself). Destroying the grammar stops the worker after its current walk and joins it.
-class CompiledGrammar {
+// precompute_async() queues the grammar on a pool of mask workers (MaskWorkers), which walk its suffix masks one at a
+// time in the order a sentence reaches them, then the rest (GrammarMasks::precompute_step). Requests use the grammar
+// at once: a mask the worker has walked comes from the cache, one it has not yet is walked by allowed() on the
+// engine thread, in that step (or waited for, when the worker is walking it just then). Masks are the same either way.
+// prefetch() puts a request's next state first in the worker's line, so that its walks overlap the model's step.
+class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
  public:
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab)
       : grammar_(std::move(grammar)), vocab_(std::move(vocab)), masks_(grammar_, *vocab_) {}
@@ -32,22 +35,34 @@ class CompiledGrammar {
   const TokenVocabulary& vocab() const { return *vocab_; }
   GrammarMasks& masks() { return masks_; }
 
-  // Starts the worker (once; later calls do nothing). `name` labels its log lines (the schema / tool set).
-  void precompute_async(std::string name);
-  // Whether no precomputation is running (done, failed, or never asked for).
-  bool ready() const { return ready_.load(std::memory_order_acquire); }
-  // What the worker did and how long it took, once ready() (zeros before).
+  // Queues the grammar on `workers` (once; later calls do nothing). The grammar must be owned by a shared_ptr; the
+  // workers hold it by weak reference, and must outlive it (prefetch() reaches them). `name` labels its log lines.
+  void precompute_async(std::string name, MaskWorkers& workers = MaskWorkers::shared());
+  // One worker turn: the next suffix-mask walk. False once the precomputation has ended (done, failed or cancelled)
+  // and nothing prefetched is left.
+  bool precompute_step(const std::function<bool()>& cancelled);
+  // Asks the workers to walk what `state`'s mask needs before anything else (a request's next state); nothing when
+  // precompute_async() was never called or the mask needs no walk. Cheap; called on the engine thread.
+  void prefetch(const StackSet& state);
+  // Whether the precomputation was asked for and has not ended.
+  bool precomputing() const;
+  // Waits up to `timeout` for the precomputation to end; returns !precomputing().
+  bool wait_precomputed(std::chrono::milliseconds timeout) const;
+  // What the worker has done so far (its seconds: from precompute_async() to the last walk).
   PrecomputeStats precompute_stats() const;
 
  private:
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   GrammarMasks masks_;
-  std::atomic<bool> ready_{true};
   mutable std::mutex mu_;
-  bool started_ = false;       // guarded by mu_
-  PrecomputeStats stats_;      // guarded by mu_
-  std::jthread worker_;        // last: stopped and joined before the rest is destroyed
+  mutable std::condition_variable ended_;
+  bool started_ = false, precomputing_ = false;  // guarded by mu_
+  bool queued_ = false;                          // in the workers' queue or turn; guarded by mu_
+  MaskWorkers* workers_ = nullptr;               // precompute_async()'s; guarded by mu_
+  std::string name_;                             // guarded by mu_
+  std::chrono::steady_clock::time_point queued_at_;  // guarded by mu_
+  PrecomputeStats stats_;                         // guarded by mu_
 };
 
 // The margin near an output limit inside which GrammarConstraint checks every allowed token against the tokens left:
@@ -71,7 +86,6 @@ class GrammarConstraint final : public LogitConstraint {
   // (in bytes: one token covers at least one byte) and the end token still fit are allowed. Before the grammar starts
   // (reasoning), end tokens are ruled out, and near the limit the start token (</think>) is forced.
   void start(int64_t max_output_tokens) override { limit_ = max_output_tokens; }
-  bool ready() const override { return grammar_->ready(); }
   void mask(std::span<float> logits) override;
   void accept(int32_t id) override;
 

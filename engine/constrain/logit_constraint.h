@@ -16,9 +16,6 @@ class LogitConstraint {
   // Called once at submission: the most output tokens the request may produce (max_tokens, or what the context
   // leaves). A constraint may use it to end its output in time.
   virtual void start(int64_t max_output_tokens) { (void)max_output_tokens; }
-  // False while the constraint is still being prepared off the engine thread (a grammar's token masks being
-  // precomputed): the engine leaves the request waiting, unscheduled, until it is true. Thread-safe.
-  virtual bool ready() const { return true; }
   virtual void mask(std::span<float> logits) = 0;
   // Throws Error(kInternal) for a token mask() ruled out (a forced token the constraint cannot take).
   virtual void accept(int32_t id) = 0;

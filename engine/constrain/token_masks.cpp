@@ -121,51 +121,163 @@ std::vector<std::vector<uint32_t>> GrammarMasks::suffixes_of(uint32_t top, size_
 
 PrecomputeStats GrammarMasks::precompute(std::stop_token stop) {
   PrecomputeStats st;
-  const auto& el = matcher_.grammar().elements();
-  for (uint32_t top = 0; top < el.size(); ++top) {
-    if (el[top].kind != Element::Kind::kBytes) continue;
-    ++st.positions;
-    size_t frames = 1;
-    for (;;) {
-      const std::vector<std::vector<uint32_t>> keys = suffixes_of(top, frames, kMaxSuffixesPerTop);
-      if (keys.empty()) {  // too many suffixes (or none can occur): run time keys what occurs
-        ++st.left_to_runtime;
-        break;
-      }
-      bool deeper = false;
-      for (const std::vector<uint32_t>& key : keys) {
-        if (stop.stop_requested()) {
-          st.stopped = true;
-          return st;
-        }
-        const SuffixMask* m = nullptr;
-        {
-          std::lock_guard lock(mu_);
-          if (auto it = suffixes_.find(key); it != suffixes_.end()) m = &it->second;
-        }
-        if (!m) {
-          SuffixMask sm = compute(key);  // the walk, without the lock: allowed() goes on meanwhile
-          ++st.walks;
-          std::lock_guard lock(mu_);
-          m = &suffixes_.emplace(key, std::move(sm)).first->second;  // map nodes stay put; masks are never changed
-        }
-        if (m->dependent.size() > kMaxDependent && key.size() == frames && !below_[rule_of_[key.front()]].empty())
-          deeper = true;
-      }
-      {
-        std::lock_guard lock(mu_);
-        size_t& f = suffix_len_.try_emplace(top, 1).first->second;
-        f = std::max(f, frames);
-      }
-      if (!deeper) break;
-      if (frames * 2 > kMaxSuffixFrames) {
-        ++st.left_to_runtime;
-        break;
-      }
-      frames *= 2;
-    }
+  const std::function<bool()> cancelled = [&] { return stop.stop_requested(); };
+  while (!st.stopped && precompute_step(st, cancelled)) {
   }
   return st;
+}
+
+bool GrammarMasks::precompute_step(PrecomputeStats& st, const std::function<bool()>& cancelled) {
+  if (cancelled && cancelled()) {
+    st.stopped = true;
+    return false;
+  }
+  {
+    std::unique_lock lock(mu_);
+    while (!wanted_.empty()) {
+      Lookup l = lookup(wanted_.front());  // again after each walk: the stack may need a longer key next
+      if (l.mask) {
+        wanted_.pop_front();
+        continue;
+      }
+      if (walk(l.missing, lock, cancelled)) {
+        ++st.walks, ++st.prefetch_walks;
+        std::erase_if(wanted_, [&](const std::vector<uint32_t>& s) { return lookup(s).mask != nullptr; });
+        return true;
+      }
+      if (cancelled && cancelled()) {
+        st.stopped = true;
+        return false;
+      }
+    }
+  }
+  if (reach_step(st, cancelled)) return !st.stopped;
+  if (st.stopped) return false;
+  return enumerate_step(st, cancelled) && !st.stopped;
+}
+
+// The breadth-first pass: the stacks of the start state, then those one byte further, and so on (up to
+// kMaxReachStacks expanded). Each stack's suffix masks are walked as allowed() keys them before it is expanded.
+bool GrammarMasks::reach_step(PrecomputeStats& st, const std::function<bool()>& cancelled) {
+  Cursor& c = cursor_;
+  if (c.reach_done) return false;
+  if (!c.reach_started) {
+    c.reach_started = true;
+    matcher_.start().for_each([&](std::span<const uint32_t> stack) {
+      std::vector<uint32_t> s(stack.begin(), stack.end());
+      if (!s.empty() && c.seen.insert(s).second) c.queue.push_back(std::move(s));
+    });
+  }
+  const auto& el = matcher_.grammar().elements();
+  const auto& sets = matcher_.grammar().sets();
+  StackSet one, next;
+  while (!c.queue.empty() && c.expanded < kMaxReachStacks) {
+    const std::vector<uint32_t>& stack = c.queue.front();
+    {
+      std::unique_lock lock(mu_);
+      Lookup l = lookup(stack);
+      if (!l.mask) {
+        const bool walked = walk(l.missing, lock, cancelled);
+        if (walked) ++st.walks, ++st.reach_walks;
+        else if (cancelled && cancelled()) st.stopped = true;
+        return true;  // the next call looks this stack up again (a longer key may follow)
+      }
+    }
+    // Expanded: the stacks after each byte its top accepts.
+    one.data.assign(1, static_cast<uint32_t>(stack.size()));
+    one.data.insert(one.data.end(), stack.begin(), stack.end());
+    const ByteSet& set = sets[el[stack.back()].arg];
+    for (unsigned b = 0; b < 256; ++b) {
+      if (!set.has(static_cast<uint8_t>(b)) || !matcher_.advance(one, static_cast<uint8_t>(b), next)) continue;
+      next.for_each([&](std::span<const uint32_t> s) {
+        if (s.empty() || c.seen.size() >= 8 * kMaxReachStacks) return;
+        std::vector<uint32_t> v(s.begin(), s.end());
+        if (c.seen.insert(v).second) c.queue.push_back(std::move(v));
+      });
+    }
+    ++c.expanded;
+    c.queue.pop_front();
+  }
+  c.reach_done = true;
+  c.queue.clear();
+  c.seen.clear();
+  return false;
+}
+
+// The enumeration: every byte-set position's stack suffixes from the grammar, one frame first, doubled while some
+// suffix leaves more than kMaxDependent tokens to the frames below.
+bool GrammarMasks::enumerate_step(PrecomputeStats& st, const std::function<bool()>& cancelled) {
+  Cursor& c = cursor_;
+  const auto& el = matcher_.grammar().elements();
+  const auto next_top = [&] { ++c.top, c.frames = 1, c.listed = false; };
+  while (c.top < el.size()) {
+    if (el[c.top].kind != Element::Kind::kBytes) {
+      ++c.top;
+      continue;
+    }
+    if (!c.listed) {
+      if (c.frames == 1) ++st.positions;
+      c.keys = suffixes_of(c.top, c.frames, kMaxSuffixesPerTop);
+      c.next = 0, c.deeper = false, c.listed = true;
+      if (c.keys.empty()) {  // too many suffixes (or none can occur): run time keys what occurs
+        ++st.left_to_runtime;
+        next_top();
+        continue;
+      }
+    }
+    std::unique_lock lock(mu_);
+    while (c.next < c.keys.size()) {
+      const std::vector<uint32_t>& key = c.keys[c.next];
+      auto it = suffixes_.find(key);
+      if (it == suffixes_.end()) {
+        if (walk(key, lock, cancelled)) {
+          ++st.walks;
+          return true;  // looked at again (walked now) by the next call
+        }
+        if (cancelled && cancelled()) {
+          st.stopped = true;
+          return false;
+        }
+        continue;  // another thread walked it (or gave up: then walked here next time round)
+      }
+      const bool deeper_possible = key.size() == c.frames && !below_[rule_of_[key.front()]].empty();
+      if (it->second.dependent.size() > kMaxDependent && deeper_possible) c.deeper = true;
+      ++c.next;
+    }
+    size_t& f = suffix_len_.try_emplace(c.top, 1).first->second;
+    f = std::max(f, c.frames);
+    lock.unlock();
+    if (!c.deeper) {
+      next_top();
+    } else if (c.frames * 2 > kMaxSuffixFrames) {
+      ++st.left_to_runtime;
+      next_top();
+    } else {
+      c.frames *= 2, c.listed = false;
+    }
+  }
+  return false;
+}
+
+bool GrammarMasks::want(const StackSet& state) {
+  std::lock_guard lock(mu_);
+  if (states_.contains(state.data)) return false;
+  bool queued = false;
+  state.for_each([&](std::span<const uint32_t> stack) {
+    if (stack.empty()) return;
+    if (lookup(stack).mask) return;
+    std::vector<uint32_t> s(stack.begin(), stack.end());
+    if (std::find(wanted_.begin(), wanted_.end(), s) != wanted_.end()) return;
+    if (wanted_.size() >= kMaxWanted) wanted_.pop_front();
+    wanted_.push_back(std::move(s));
+    queued = true;
+  });
+  return queued;
+}
+
+bool GrammarMasks::wanted() const {
+  std::lock_guard lock(mu_);
+  return !wanted_.empty();
 }
 
 size_t GrammarMasks::walks() const {
@@ -175,6 +287,10 @@ size_t GrammarMasks::walks() const {
 size_t GrammarMasks::runtime_walks() const {
   std::lock_guard lock(mu_);
   return runtime_walks_;
+}
+size_t GrammarMasks::runtime_waits() const {
+  std::lock_guard lock(mu_);
+  return runtime_waits_;
 }
 size_t GrammarMasks::state_hits() const {
   std::lock_guard lock(mu_);
@@ -188,7 +304,9 @@ size_t GrammarMasks::state_misses() const {
 // One walk over the sorted vocabulary from the frames of `suffix`. ds[d] holds the stacks after the first d bytes of
 // the current token; a token sharing a prefix with the previous one resumes from the common depth, and a rejected
 // prefix skips every following token that shares it.
-SuffixMask GrammarMasks::compute(std::span<const uint32_t> suffix) const {
+std::optional<SuffixMask> GrammarMasks::compute(std::span<const uint32_t> suffix,
+                                                const std::function<bool()>& cancelled) const {
+  constexpr size_t kPollEvery = 4096;  // tokens between looks at `cancelled`
   SuffixMask sm{TokenBits(vocab_.size()), {}};
   const std::vector<int32_t>& sorted = vocab_.sorted();
   const std::vector<uint32_t>& lcp = vocab_.lcp();
@@ -197,7 +315,12 @@ SuffixMask GrammarMasks::compute(std::span<const uint32_t> suffix) const {
   ds[0].data.insert(ds[0].data.end(), suffix.begin(), suffix.end());
   std::vector<uint8_t> exited(1, 0);  // exited[d]: the frames finished within the first d bytes (the top is a byte set)
   size_t good = 0;                    // ds[0..good] belong to the previous token's prefix
+  size_t poll = kPollEvery;
   for (size_t i = 0; i < sorted.size();) {
+    if (cancelled && i >= poll) {
+      if (cancelled()) return std::nullopt;
+      poll = i + kPollEvery;
+    }
     const std::string& t = vocab_.bytes(sorted[i]);
     size_t k = std::min<size_t>(lcp[i], good);
     bool rejected = false;
@@ -228,34 +351,65 @@ SuffixMask GrammarMasks::compute(std::span<const uint32_t> suffix) const {
   return sm;
 }
 
-const SuffixMask& GrammarMasks::suffix_mask(std::span<const uint32_t> stack) {
-  size_t& frames = suffix_len_.try_emplace(stack.back(), 1).first->second;
+GrammarMasks::Lookup GrammarMasks::lookup(std::span<const uint32_t> stack) {
+  size_t& frames = suffix_len_.try_emplace(stack.back(), 1).first->second;  // unordered_map: the reference stays put
   for (;;) {
     const size_t len = std::min(frames, stack.size());
     std::vector<uint32_t> key(stack.end() - static_cast<std::ptrdiff_t>(len), stack.end());
     auto it = suffixes_.find(key);
-    if (it == suffixes_.end()) {
-      SuffixMask m = compute(key);
-      ++runtime_walks_;
-      it = suffixes_.emplace(std::move(key), std::move(m)).first;
-    }
-    if (it->second.dependent.size() <= kMaxDependent || len == stack.size()) return it->second;
+    if (it == suffixes_.end()) return {nullptr, len, std::move(key)};
+    if (it->second.dependent.size() <= kMaxDependent || len == stack.size()) return {&it->second, len, {}};
     frames = len * 2;  // too much depends on what lies below: key this top position by more frames
   }
 }
 
-void GrammarMasks::build(const StackSet& state, TokenBits& out) {
+bool GrammarMasks::walk(const std::vector<uint32_t>& key, std::unique_lock<std::mutex>& lock,
+                        const std::function<bool()>& cancelled) {
+  if (suffixes_.contains(key)) return false;
+  if (walking_.contains(key)) {
+    walked_.wait(lock, [&] { return !walking_.contains(key); });
+    return false;
+  }
+  walking_.insert(key);
+  lock.unlock();
+  std::optional<SuffixMask> m;
+  try {
+    m = compute(key, cancelled);  // without the lock: other suffixes are looked up and walked meanwhile
+  } catch (...) {
+    lock.lock();
+    walking_.erase(key);
+    walked_.notify_all();
+    throw;
+  }
+  lock.lock();
+  walking_.erase(key);
+  if (m) suffixes_.emplace(key, std::move(*m));  // map nodes stay put; masks are never changed
+  walked_.notify_all();
+  return m.has_value();
+}
+
+std::pair<const SuffixMask*, size_t> GrammarMasks::suffix_mask(std::span<const uint32_t> stack,
+                                                               std::unique_lock<std::mutex>& lock) {
+  for (;;) {
+    Lookup l = lookup(stack);
+    if (l.mask) return {l.mask, l.frames};
+    const bool other = walking_.contains(l.missing);
+    if (walk(l.missing, lock)) ++runtime_walks_;
+    else if (other) ++runtime_waits_;
+  }
+}
+
+void GrammarMasks::build(const StackSet& state, TokenBits& out, std::unique_lock<std::mutex>& lock) {
   std::fill(out.words.begin(), out.words.end(), 0);
   StackSet single;
   state.for_each([&](std::span<const uint32_t> stack) {
     if (stack.empty()) return;  // the grammar is complete here: end-of-output tokens are the caller's
-    const SuffixMask& m = suffix_mask(stack);
-    out.merge(m.accepted);
-    const size_t frames = std::min(suffix_len_[stack.back()], stack.size());
+    const auto [m, frames] = suffix_mask(stack, lock);
+    out.merge(m->accepted);
     if (frames == stack.size()) return;  // the whole stack: a token that finishes it and goes on is no sentence
     single.data.assign(1, static_cast<uint32_t>(stack.size()));
     single.data.insert(single.data.end(), stack.begin(), stack.end());
-    check_sorted(single, m.dependent, out);
+    check_sorted(single, m->dependent, out);
   });
 }
 
@@ -288,7 +442,7 @@ void GrammarMasks::check_sorted(const StackSet& from, const std::vector<int32_t>
 }
 
 void GrammarMasks::allowed(const StackSet& state, TokenBits& out) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   ++clock_;
   if (auto it = states_.find(state.data); it != states_.end()) {
     ++hits_;
@@ -298,7 +452,8 @@ void GrammarMasks::allowed(const StackSet& state, TokenBits& out) {
   }
   ++misses_;
   if (out.words.size() != (vocab_.size() + 63) / 64) out = TokenBits(vocab_.size());
-  build(state, out);
+  build(state, out, lock);  // may release the lock while it walks or waits for a walk
+  if (states_.contains(state.data)) return;  // another caller built it meanwhile
   if (states_.size() >= kStateCacheSize) {
     auto oldest = states_.begin();
     for (auto it = states_.begin(); it != states_.end(); ++it)

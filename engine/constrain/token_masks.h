@@ -2,10 +2,15 @@
 // it accepts on its own and the few whose answer depends on the rest of the stack (computed once, then cached).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -68,7 +73,9 @@ struct SuffixMask {
 // suffixes are too many to enumerate), and whether it was stopped before the end.
 struct PrecomputeStats {
   size_t walks = 0;
-  size_t positions = 0;  // byte-set positions (possible stack tops)
+  size_t reach_walks = 0;     // of which in the breadth-first pass over reachable stacks (the first ones)
+  size_t prefetch_walks = 0;  // of which asked for by want() (a request's next state)
+  size_t positions = 0;    // byte-set positions (possible stack tops)
   size_t left_to_runtime = 0;
   bool stopped = false;
   double seconds = 0;  // the worker's wall time (CompiledGrammar::precompute_async)
@@ -82,16 +89,26 @@ struct PrecomputeStats {
 // position is keyed by a longer suffix from then on (up to the whole stack, where nothing depends). Suffix masks are
 // shared by every state that ends in the same frames (all the string values of a schema share one).
 //
-// precompute() makes the suffix masks of every byte-set position ahead of time (meant for a worker thread): the
-// stack suffixes a position can have are enumerated from the grammar (the return positions of the rules that can
+// precompute() makes the suffix masks ahead of time (meant for a worker thread), one walk per precompute_step(), in two
+// passes. First the stacks a sentence reaches, breadth-first from the start state, keyed as allowed() keys them: the
+// masks a new request needs first are walked first, so that it can start before the rest is done. Then every
+// byte-set position's possible stack suffixes, enumerated from the grammar (the return positions of the rules that can
 // call its rule), with the same frame doubling as at run time, so that a state seen for the first time only merges
 // bitsets and checks its dependent tokens, without a vocabulary walk.
+//
+// A suffix mask missing when allowed() needs it is walked there, on the caller's thread (the engine's: that step
+// waits for it); one the worker is walking at that moment is waited for instead of walked twice. The walks run
+// outside the lock, so allowed() and the worker never wait for each other's walks of different suffixes. want()
+// queues the masks a state will need for the worker to walk before anything else: a request's next state, asked for
+// as its token is accepted, is then walked while the model computes the next step.
 class GrammarMasks {
  public:
   static constexpr size_t kMaxDependent = 2048;
   static constexpr size_t kMaxSuffixFrames = 16;     // precompute() keys no position by more frames than this
   static constexpr size_t kMaxSuffixesPerTop = 256;  // nor enumerates more suffixes of one top position
   static constexpr size_t kStateCacheSize = 256;  // 7.8 MB of masks at a 248k vocabulary
+  static constexpr size_t kMaxReachStacks = 512;  // the breadth-first pass expands at most this many stacks
+  static constexpr size_t kMaxWanted = 64;         // want()'s queue keeps the newest this many stacks
 
   GrammarMasks(const Grammar& grammar, const TokenVocabulary& vocab);
 
@@ -100,22 +117,50 @@ class GrammarMasks {
   void allowed(const StackSet& state, TokenBits& out);
 
   // Computes the suffix masks of every position's possible stack suffixes now (thread-safe against allowed(), which
-  // computes what is missing itself). Returns early, with stopped set, once `stop` is requested.
+  // computes what is missing itself): precompute_step() until it returns false. Returns early, with stopped set, once
+  // `stop` is requested.
   PrecomputeStats precompute(std::stop_token stop = {});
+  // Walks the next missing suffix mask of the two passes (above) and counts it in `st`; returns false once none is
+  // left. `cancelled` (optional) is polled during the walk: a cancelled walk is dropped (st.stopped set, false
+  // returned). One caller at a time (the grammar's worker); thread-safe against allowed().
+  bool precompute_step(PrecomputeStats& st, const std::function<bool()>& cancelled = {});
+  // Queues the stacks of `state` whose suffix masks are not all walked, for precompute_step() to walk their masks
+  // first (after the passes are over too). Returns whether it queued any; cheap when the state's mask is cached.
+  bool want(const StackSet& state);
+  bool wanted() const;  // whether want() queued masks precompute_step() has not taken yet
 
   const TokenVocabulary& vocab() const { return vocab_; }
   const GrammarMatcher& matcher() const { return matcher_; }
   // For tests and stats: how many suffix masks were computed (full vocabulary walks) in all, how many of them inside
-  // allowed() (on the caller's thread: not precomputed), and state-cache hits / misses.
+  // allowed() (on the caller's thread: not precomputed), how often allowed() waited for the worker's walk of a suffix
+  // it needed, and state-cache hits / misses.
   size_t walks() const;
   size_t runtime_walks() const;
+  size_t runtime_waits() const;
   size_t state_hits() const;
   size_t state_misses() const;
 
  private:
-  SuffixMask compute(std::span<const uint32_t> suffix) const;
-  void build(const StackSet& state, TokenBits& out);
-  const SuffixMask& suffix_mask(std::span<const uint32_t> stack);
+  // The walk; nullopt when `cancelled` said so first.
+  std::optional<SuffixMask> compute(std::span<const uint32_t> suffix,
+                                    const std::function<bool()>& cancelled = {}) const;
+  void build(const StackSet& state, TokenBits& out, std::unique_lock<std::mutex>& lock);
+  // The suffix mask allowed() uses for `stack` and the frames of its key, or (mask null) the first key it needs that
+  // is not walked yet. A top position keyed too short is keyed by more frames from then on. mu_ held.
+  struct Lookup {
+    const SuffixMask* mask = nullptr;
+    size_t frames = 0;
+    std::vector<uint32_t> missing;
+  };
+  Lookup lookup(std::span<const uint32_t> stack);
+  // Walks `key` with mu_ released meanwhile, unless it is walked already; waits instead while another thread walks it.
+  // Returns whether this call walked it (false also when cancelled).
+  bool walk(const std::vector<uint32_t>& key, std::unique_lock<std::mutex>& lock,
+            const std::function<bool()>& cancelled = {});
+  std::pair<const SuffixMask*, size_t> suffix_mask(std::span<const uint32_t> stack, std::unique_lock<std::mutex>& lock);
+  // The two passes of precompute_step(): each walks at most one suffix mask; false once the pass is over.
+  bool reach_step(PrecomputeStats& st, const std::function<bool()>& cancelled);
+  bool enumerate_step(PrecomputeStats& st, const std::function<bool()>& cancelled);
   // Sets in `out` the tokens of `ids` (in sorted vocabulary order) whose bytes `from` accepts; tokens sharing a
   // prefix share the matcher's work on it.
   void check_sorted(const StackSet& from, const std::vector<int32_t>& ids, TokenBits& out) const;
@@ -133,8 +178,24 @@ class GrammarMasks {
     uint64_t used = 0;
   };
   std::map<std::vector<uint32_t>, CachedState> states_;
+  std::set<std::vector<uint32_t>> walking_;  // keys being walked (mu_ released); walked_ is notified as each ends
+  std::deque<std::vector<uint32_t>> wanted_;  // want()'s stacks whose masks are not all walked, oldest first
+  std::condition_variable walked_;
   uint64_t clock_ = 0;
-  size_t hits_ = 0, misses_ = 0, runtime_walks_ = 0;
+  size_t hits_ = 0, misses_ = 0, runtime_walks_ = 0, runtime_waits_ = 0;
+  // precompute_step()'s place (its caller's only, no lock): the breadth-first pass's queue of stacks and those seen,
+  // then the enumeration's position, frames, keys and next key.
+  struct Cursor {
+    bool reach_started = false, reach_done = false;
+    std::deque<std::vector<uint32_t>> queue;
+    std::set<std::vector<uint32_t>> seen;
+    size_t expanded = 0;
+    uint32_t top = 0;
+    size_t frames = 1;
+    std::vector<std::vector<uint32_t>> keys;
+    size_t next = 0;
+    bool listed = false, deeper = false;
+  } cursor_;
   // The grammar's call structure, for precompute(): per position its rule; per rule the positions a frame of it can
   // sit on (return positions of the references that reach it, through tail references too), and whether a frame of
   // it can be a stack's bottom.

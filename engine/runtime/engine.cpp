@@ -312,20 +312,15 @@ void Engine::append_output(Sequence& seq, const SampledToken& token, std::vector
 }
 
 void Engine::loop() {
-  // Requests waiting for a grammar that compiles on a worker: the loop looks again this often, and sleeps between.
-  constexpr auto kNotReadyPoll = std::chrono::milliseconds(2);
-  bool ran = true;
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      const auto news = [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); };
-      if (!ran && !scheduler_->idle()) wake_.wait_for(lock, kNotReadyPoll, news);
-      else wake_.wait(lock, [&] { return news() || !scheduler_->idle(); });
+      wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || !scheduler_->idle(); });
       if (stopping_) break;
       for (auto& s : inbox_) scheduler_->enqueue(std::move(s));
       inbox_.clear();
     }
-    ran = step();
+    step();
   }
   // Shutting down: everything still known ends as cancelled.
   std::vector<std::unique_ptr<Sequence>> left;
@@ -411,7 +406,7 @@ std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std:
   return reason;
 }
 
-bool Engine::step() {
+void Engine::step() {
   backend_->bind_thread();  // the step's thread may not be the one that built the engine
   std::vector<RequestId> cancels;
   {
@@ -428,7 +423,7 @@ bool Engine::step() {
   });
   if (plan.empty()) {
     publish_stats();
-    return false;
+    return;
   }
   const auto now = Clock::now();
   std::span<const float> logits;
@@ -509,7 +504,6 @@ bool Engine::step() {
   }
   if (spec_) spec_->flush();
   publish_stats();
-  return true;
 }
 
 void Engine::reuse_prefix(Sequence& s) {

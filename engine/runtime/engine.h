@@ -128,7 +128,7 @@ class Engine {
 
  private:
   void loop();
-  bool step();  // false: nothing could be scheduled (e.g. every waiting request's grammar is still compiling)
+  void step();
   void publish_stats();  // engine thread: copies the scheduler's counts into stats_
   void finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error = {});
   void append_output(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out, bool forced);

@@ -38,8 +38,6 @@ struct Sequence {
   bool scheduled_once = false;
   SpecStats spec;  // speculative decoding of this sequence
 
-  // Whether the request can run: its constraint is prepared (a grammar's masks are not being precomputed).
-  bool ready() const { return !request.constraint || request.constraint->ready(); }
   int64_t completion_tokens() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   bool prefilling() const { return computed < prompt_len; }
 };
@@ -63,9 +61,8 @@ class Scheduler {
   explicit Scheduler(const SchedulerLimits& limits) : limits_(limits) {}
 
   void enqueue(std::unique_ptr<Sequence> seq) { waiting_.push_back(std::move(seq)); }
-  // Admits waiting sequences (FIFO; the first ready one blocks the rest so order is kept; one not ready, whose
-  // grammar is still compiling, is passed over and keeps its place) while concurrency, state slots and the KV
-  // budget allow, then plans one step: every decoding sequence's new tokens plus up to
+  // Admits waiting sequences (FIFO; the head blocks the rest so order is kept) while concurrency, state
+  // slots and the KV budget allow, then plans one step: every decoding sequence's new tokens plus up to
   // prefill_chunk prompt tokens of prefilling sequences in admission order. `admit` is called for each
   // newly admitted sequence (to take its state slot).
   template <typename AdmitFn>
@@ -90,20 +87,16 @@ class Scheduler {
 
 template <typename AdmitFn>
 std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit) {
-  for (auto it = waiting_.begin(); it != waiting_.end() && static_cast<int32_t>(running_.size()) < limits_.max_concurrency &&
-                                   static_cast<int32_t>(running_.size()) < limits_.state_slots;) {
-    Sequence& head = **it;
-    if (!head.ready()) {
-      ++it;
-      continue;
-    }
+  while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < limits_.max_concurrency &&
+         static_cast<int32_t>(running_.size()) < limits_.state_slots) {
+    Sequence& head = *waiting_.front();
     const int64_t need = blocks_for(head.prompt_len + head.output_limit);
     if (committed_ + need > limits_.kv_blocks) break;
     head.reserved_blocks = need;
     committed_ += need;
     admit(head);
-    running_.push_back(std::move(*it));
-    it = waiting_.erase(it);
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
   }
   std::vector<ScheduledChunk> plan;
   int64_t budget = limits_.prefill_chunk;

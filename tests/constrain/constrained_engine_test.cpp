@@ -66,6 +66,21 @@ struct Constrained : ::testing::Test {
     return out;
   }
 
+  // Greedy outputs over fully precomputed grammars (`pre`, made here): what a run over other grammars must equal.
+  EngineRun precomputed_run(const EngineOptions& o, std::vector<std::shared_ptr<CompiledGrammar>>& pre) const {
+    pre = grammars();
+    for (auto& g : pre) g->masks().precompute();
+    return run_engine(*model, o, requests(pre, true));
+  }
+
+  // Greedy outputs over fresh grammars (`gs`, made here) queued on `workers` as the requests are submitted.
+  EngineRun queued_run(const EngineOptions& o, constrain::MaskWorkers& workers,
+                       std::vector<std::shared_ptr<CompiledGrammar>>& gs) const {
+    gs = grammars();
+    for (auto& g : gs) g->precompute_async("test", workers);
+    return run_engine(*model, o, requests(gs, true));
+  }
+
   void expect_sentences(const EngineRun& run, const std::vector<std::shared_ptr<CompiledGrammar>>& gs) const {
     for (size_t i = 0; i < run.tokens.size(); ++i) {
       ASSERT_EQ(run.results[i].reason, FinishReason::kEos) << "request " << i << ": " << run.results[i].error;
@@ -290,93 +305,76 @@ TEST_F(Constrained, AFailingConstraintEndsOnlyItsRequest) {
   EXPECT_EQ(run.stats.kv_blocks_used, 0);
 }
 
-// Stands in for a constraint whose grammar is still compiling until open() is called; masks nothing.
-class GatedConstraint final : public LogitConstraint {
- public:
-  bool ready() const override { return open_.load(); }
-  void mask(std::span<float>) override { masked_before_open_ = masked_before_open_ || !open_.load(); }
-  void accept(int32_t) override {}
-  void open() { open_.store(true); }
-  bool masked_before_open() const { return masked_before_open_; }
-
- private:
-  std::atomic<bool> open_{false};
-  bool masked_before_open_ = false;
-};
-
-TEST_F(Constrained, ARequestWaitsUnscheduledWhileItsGrammarCompiles) {
-  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 2, .threads = 2};
-  Engine engine(*model->artifact, model->config, o);
-  const auto V = static_cast<int32_t>(model->config.vocab_size);
-  auto gate = std::make_shared<GatedConstraint>();
-  EngineRequest waiting;
-  waiting.prompt = random_prompt(9, V, 1);
-  waiting.sampling.greedy = true;
-  waiting.max_tokens = 6;
-  waiting.constraint = gate;
-  auto wc = std::make_shared<Collector>();
-  ASSERT_TRUE(engine.submit(waiting, wc).accepted());
-  // A plain request submitted after it runs to the end meanwhile: the batch does not wait for the grammar.
-  EngineRequest plain = waiting;
-  plain.constraint = nullptr;
-  plain.prompt = random_prompt(11, V, 2);
-  auto pc = std::make_shared<Collector>();
-  ASSERT_TRUE(engine.submit(plain, pc).accepted());
-  pc->wait();
-  EXPECT_EQ(pc->result.reason, FinishReason::kOutputLimit);
-  EXPECT_EQ(pc->tokens.size(), 6u);
-  EXPECT_FALSE(wc->done);
-  EXPECT_TRUE(wc->tokens.empty()) << "a request whose grammar is not ready was scheduled";
-  EXPECT_EQ(engine.stats().waiting, 1);
-  gate->open();
-  wc->wait();
-  EXPECT_EQ(wc->result.reason, FinishReason::kOutputLimit);
-  EXPECT_EQ(wc->tokens.size(), 6u);
-  EXPECT_FALSE(gate->masked_before_open());
+// A request with a brand-new grammar starts at once: with workers that never get to it (a pool of no threads), every
+// mask is walked in the step, and the outputs are those of fully precomputed grammars, token for token.
+TEST_F(Constrained, ANewGrammarsRequestsRunBeforeAnyPrecomputation) {
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  std::vector<std::shared_ptr<CompiledGrammar>> pre;
+  const EngineRun truth = precomputed_run(o, pre);
+  expect_sentences(truth, pre);
+  constrain::MaskWorkers idle(0);
+  std::vector<std::shared_ptr<CompiledGrammar>> fresh;
+  const EngineRun run = queued_run(o, idle, fresh);
+  EXPECT_EQ(run.tokens, truth.tokens);
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    EXPECT_TRUE(fresh[i]->precomputing()) << "the idle pool walked something";
+    EXPECT_EQ(fresh[i]->precompute_stats().walks, 0u);
+    EXPECT_GT(fresh[i]->masks().runtime_walks(), 0u) << kSchemas[i];
+    EXPECT_EQ(pre[i]->masks().runtime_walks(), 0u) << "a suffix the precomputation did not enumerate: " << kSchemas[i];
+  }
+  EXPECT_EQ(idle.pending(), fresh.size());
 }
 
-TEST_F(Constrained, AWaitingRequestCanBeCancelled) {
+// The hybrid as the server runs it: requests submitted as their grammars are queued on a worker, which walks while
+// the engine steps and prefetches each request's next state. Outputs equal fully precomputed grammars' (masks are the
+// same whoever walked them), and a walk either side did is not done twice.
+TEST_F(Constrained, GrammarsWalkedByTheWorkerAndTheStepGiveTheSameOutputs) {
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  std::vector<std::shared_ptr<CompiledGrammar>> pre;
+  const EngineRun truth = precomputed_run(o, pre);
+  constrain::MaskWorkers workers(1);
+  std::vector<std::shared_ptr<CompiledGrammar>> gs;
+  const EngineRun run = queued_run(o, workers, gs);
+  EXPECT_EQ(run.tokens, truth.tokens);
+  for (int i = 0; i < 5000 && workers.pending() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(workers.pending(), 0u) << "the worker's turns (precomputation and prefetches) did not end in 5 s";
+  for (size_t i = 0; i < gs.size(); ++i) {
+    ASSERT_TRUE(gs[i]->wait_precomputed(std::chrono::seconds(60)));
+    const constrain::PrecomputeStats st = gs[i]->precompute_stats();
+    EXPECT_GT(st.walks, 0u) << kSchemas[i];
+    EXPECT_GT(st.reach_walks, 0u) << kSchemas[i];
+    EXPECT_EQ(st.left_to_runtime, 0u) << kSchemas[i];
+    EXPECT_EQ(gs[i]->masks().walks(), st.walks + gs[i]->masks().runtime_walks()) << "a suffix walked twice";
+    EXPECT_GT(gs[i]->masks().state_misses(), 0u);
+  }
+}
+
+// A request whose grammar is still being precomputed is cancelled like any other, and one submitted as the engine
+// stops ends too.
+TEST_F(Constrained, ARequestWhoseGrammarIsPrecomputingCanBeCancelled) {
   const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 2, .threads = 2};
-  auto gate = std::make_shared<GatedConstraint>();
+  constrain::MaskWorkers idle(0);
+  auto g = grammars()[0];
+  g->precompute_async("never walked", idle);
   auto wc = std::make_shared<Collector>();
   {
     Engine engine(*model->artifact, model->config, o);
-    EngineRequest r;
-    r.prompt = random_prompt(9, static_cast<int32_t>(model->config.vocab_size), 3);
-    r.max_tokens = 6;
-    r.constraint = gate;
+    const EngineRequest r = requests({g}, true)[0];
     const SubmitOutcome out = engine.submit(r, wc);
     ASSERT_TRUE(out.accepted());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the engine loop polls it a few times
     engine.cancel(out.id);
     wc->wait(std::chrono::seconds(10));
     EXPECT_EQ(wc->result.reason, FinishReason::kCancelled);
-    EXPECT_TRUE(wc->tokens.empty());
-    for (int i = 0; i < 1000 && engine.stats().waiting != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    EXPECT_EQ(engine.stats().waiting, 0);
+    for (int i = 0; i < 1000 && engine.stats().running + engine.stats().waiting != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     EXPECT_EQ(engine.stats().kv_blocks_used, 0);
-    // One still waiting when the engine stops ends as cancelled too.
     auto second = std::make_shared<Collector>();
-    ASSERT_TRUE(engine.submit(r, second).accepted());
+    ASSERT_TRUE(engine.submit(requests({g}, true)[0], second).accepted());
     wc = second;
   }
   wc->wait(std::chrono::seconds(10));
-  EXPECT_EQ(wc->result.reason, FinishReason::kCancelled);
-}
-
-TEST_F(Constrained, GrammarsCompiledOnTheWorkerNeverWalkInTheStep) {
-  std::vector<std::shared_ptr<CompiledGrammar>> gs = grammars();
-  for (auto& g : gs) g->precompute_async("test");
-  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
-  const EngineRun run = run_engine(*model, o, requests(gs, true));  // submitted while the workers run
-  expect_sentences(run, gs);
-  for (size_t i = 0; i < gs.size(); ++i) {
-    EXPECT_TRUE(gs[i]->ready());
-    EXPECT_GT(gs[i]->precompute_stats().walks, 0u) << kSchemas[i];
-    EXPECT_EQ(gs[i]->precompute_stats().left_to_runtime, 0u) << kSchemas[i];
-    EXPECT_EQ(gs[i]->masks().runtime_walks(), 0u) << "a vocabulary walk ran inside a step: " << kSchemas[i];
-    EXPECT_GT(gs[i]->masks().state_misses(), 0u);
-  }
+  EXPECT_TRUE(wc->done);
+  EXPECT_TRUE(g->precomputing());
 }
 
 }  // namespace

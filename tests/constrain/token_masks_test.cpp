@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -53,6 +54,7 @@ TokenBits brute(const TokenVocabulary& vocab, const GrammarMatcher& m, const Sta
 
 // Random constrained walks; at each step the constraint's mask must equal brute force. Returns the finished outputs.
 const Tokenizer& qwen35();
+std::shared_ptr<TokenVocabulary> qwen_vocab();
 
 std::vector<std::string> walks(const std::shared_ptr<CompiledGrammar>& cg, int32_t end_id, int count, uint32_t seed,
                                int max_steps) {
@@ -105,6 +107,14 @@ const char* kSchemas[] = {
     R"({"type":"string","minLength":2,"maxLength":4})",
 };
 
+// kSchemas' grammars, then free-form JSON objects'.
+std::vector<Grammar> schema_and_object_grammars() {
+  std::vector<Grammar> gs;
+  for (const char* text : kSchemas) gs.push_back(JsonGrammar::from_schema(ojson::parse(text)));
+  gs.push_back(JsonGrammar::any_object());
+  return gs;
+}
+
 TEST(TokenMasks, SyntheticVocabularyMatchesBruteForce) {
   const auto vocab = synthetic_vocab();
   for (const char* text : kSchemas) {
@@ -119,9 +129,7 @@ TEST(TokenMasks, SyntheticVocabularyMatchesBruteForce) {
 // allowed()), and the masks still equal brute force.
 TEST(TokenMasks, PrecomputedSuffixMasksMatchBruteForceWithoutWalksInTheStep) {
   const auto vocab = synthetic_vocab();
-  std::vector<Grammar> gs;
-  for (const char* text : kSchemas) gs.push_back(JsonGrammar::from_schema(ojson::parse(text)));
-  gs.push_back(JsonGrammar::any_object());
+  const std::vector<Grammar> gs = schema_and_object_grammars();
   for (size_t i = 0; i < gs.size(); ++i) {
     SCOPED_TRACE(i < std::size(kSchemas) ? kSchemas[i] : "json_object");
     auto cg = std::make_shared<CompiledGrammar>(gs[i], vocab);
@@ -163,25 +171,167 @@ TEST(TokenMasks, PrecomputedDeeperSuffixesMatchBruteForce) {
   EXPECT_EQ(pre->masks().runtime_walks(), 0u);
 }
 
-TEST(TokenMasks, TheWorkerPrecomputesAndStopsWhenTheGrammarGoes) {
+// Whether the workers' last turns end (a grammar says it is done just before its turn ends).
+bool turns_end(const MaskWorkers& workers) {
+  for (int i = 0; i < 1000 && workers.pending() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return workers.pending() == 0;
+}
+
+TEST(TokenMasks, TheWorkerPrecomputesOnce) {
   const auto vocab = synthetic_vocab();
+  MaskWorkers workers(1);
   auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[3])), vocab);
-  EXPECT_TRUE(cg->ready()) << "nothing asked yet";
-  cg->precompute_async("test");
-  cg->precompute_async("test");  // once
-  for (int i = 0; i < 20000 && !cg->ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_TRUE(cg->ready());
+  EXPECT_FALSE(cg->precomputing()) << "nothing asked yet";
+  cg->precompute_async("test", workers);
+  cg->precompute_async("test", workers);  // once
+  ASSERT_TRUE(cg->wait_precomputed(std::chrono::seconds(60)));
   EXPECT_GT(cg->precompute_stats().walks, 0u);
   EXPECT_EQ(cg->masks().walks(), cg->precompute_stats().walks);
   EXPECT_FALSE(cg->precompute_stats().stopped);
-  // A grammar dropped while its worker walks a 248k vocabulary: the destructor stops it after the current walk.
-  auto big = std::make_shared<CompiledGrammar>(JsonGrammar::any_object(), TokenVocabulary::from_tokenizer(qwen35()));
-  big->precompute_async("big");
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_FALSE(big->ready()) << "a 248k-token grammar precomputed in 50 ms: the stop below tests nothing";
+  EXPECT_TRUE(turns_end(workers));
+}
+
+// Masks walked on demand (no precomputation), precomputed in full, and half precomputed with the rest walked by a
+// worker while the walks below run: the same at every step, and all equal brute force.
+TEST(TokenMasks, MasksWalkedOnDemandEqualPrecomputedMasks) {
+  const auto vocab = synthetic_vocab();
+  MaskWorkers workers(1);
+  const std::vector<Grammar> gs = schema_and_object_grammars();
+  for (size_t i = 0; i < gs.size(); ++i) {
+    SCOPED_TRACE(i < std::size(kSchemas) ? kSchemas[i] : "json_object");
+    auto lazy = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    auto full = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    auto mixed = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    full->masks().precompute();
+    PrecomputeStats st;
+    for (int k = 0; k < 3 && mixed->masks().precompute_step(st);) ++k;
+    mixed->precompute_async("mixed", workers);  // the worker goes on from the start while the walks run
+    const auto a = walks(lazy, kEnd, 8, 11 + static_cast<uint32_t>(i), 80);
+    const auto b = walks(full, kEnd, 8, 11 + static_cast<uint32_t>(i), 80);
+    const auto c = walks(mixed, kEnd, 8, 11 + static_cast<uint32_t>(i), 80);
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(a, c);
+    EXPECT_GT(lazy->masks().runtime_walks(), 0u);
+    EXPECT_EQ(full->masks().runtime_walks(), 0u);
+    ASSERT_TRUE(mixed->wait_precomputed(std::chrono::seconds(60)));
+    ASSERT_TRUE(turns_end(workers)) << "prefetches still being walked";
+    EXPECT_EQ(mixed->masks().walks(), st.walks + mixed->precompute_stats().walks + mixed->masks().runtime_walks())
+        << "a suffix walked twice";
+  }
+}
+
+// The worker walks what a sentence reaches first: after as many walks as the start state needs on demand, the start
+// state's mask needs none, and the first states' masks after a few more.
+TEST(TokenMasks, TheWorkerWalksTheStartStateFirst) {
+  const auto vocab = synthetic_vocab();
+  for (const char* text : kSchemas) {
+    SCOPED_TRACE(text);
+    const Grammar g = JsonGrammar::from_schema(ojson::parse(text));
+    auto lazy = std::make_shared<CompiledGrammar>(g, vocab);
+    TokenBits bits;
+    lazy->masks().allowed(lazy->masks().matcher().start(), bits);
+    const size_t needed = lazy->masks().runtime_walks();
+    ASSERT_GT(needed, 0u);
+    auto cg = std::make_shared<CompiledGrammar>(g, vocab);
+    PrecomputeStats st;
+    for (size_t k = 0; k < needed; ++k) ASSERT_TRUE(cg->masks().precompute_step(st));
+    EXPECT_EQ(st.walks, needed);
+    EXPECT_EQ(st.reach_walks, needed);
+    TokenBits got;
+    cg->masks().allowed(cg->masks().matcher().start(), got);
+    EXPECT_EQ(cg->masks().runtime_walks(), 0u) << "the start state's masks were not the first walked";
+    EXPECT_EQ(got.words, bits.words);
+  }
+}
+
+// want() puts a state deep in a sentence before the passes (which start at the start state): the next steps walk its
+// masks, and then its mask needs no walk.
+TEST(TokenMasks, AWantedStateIsWalkedFirst) {
+  const auto vocab = synthetic_vocab();
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[0])), vocab);
+  const GrammarMatcher& m = cg->masks().matcher();
+  StackSet state = m.start(), next;
+  for (char ch : std::string("{\"name\": \"ab")) {
+    ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
+    std::swap(state, next);
+  }
+  ASSERT_TRUE(cg->masks().want(state));
+  EXPECT_FALSE(cg->masks().want(state)) << "queued twice";
+  PrecomputeStats st;
+  while (cg->masks().wanted()) ASSERT_TRUE(cg->masks().precompute_step(st));
+  EXPECT_GT(st.prefetch_walks, 0u);
+  EXPECT_EQ(st.walks, st.prefetch_walks) << "the passes went first";
+  TokenBits got;
+  cg->masks().allowed(state, got);
+  EXPECT_EQ(cg->masks().runtime_walks(), 0u);
+  EXPECT_EQ(got.words, brute(*vocab, m, state, kEnd).words);
+  EXPECT_FALSE(cg->masks().want(state)) << "its mask is cached: nothing to walk";
+}
+
+// A pool of two workers serves eight grammars: never more than two walks at once, every grammar done.
+TEST(TokenMasks, TheWorkerPoolIsBounded) {
+  const auto vocab = synthetic_vocab();
+  MaskWorkers workers(2);
+  EXPECT_EQ(workers.threads(), 2u);
+  std::vector<std::shared_ptr<CompiledGrammar>> gs;
+  for (int round = 0; round < 2; ++round)
+    for (size_t i = 0; i < 4; ++i) {
+      gs.push_back(std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[i])), vocab));
+      gs.back()->precompute_async("pool", workers);
+    }
+  for (auto& g : gs) {
+    ASSERT_TRUE(g->wait_precomputed(std::chrono::seconds(120)));
+    EXPECT_GT(g->precompute_stats().walks, 0u);
+    EXPECT_EQ(g->masks().walks(), g->precompute_stats().walks);
+  }
+  EXPECT_LE(workers.peak_busy(), 2u);
+  EXPECT_GE(workers.peak_busy(), 1u);
+  EXPECT_TRUE(turns_end(workers));
+}
+
+// Over 248k tokens: a new grammar's first mask comes long before its precomputation ends (the worker is still at it),
+// and dropping the grammar then neither waits for the walk in progress nor leaves the worker holding it.
+TEST(TokenMasks, ANewGrammarsFirstMaskDoesNotWaitAndDroppingItDoesNotBlock) {
+  const Tokenizer& tok = qwen35();
+  const auto vocab = qwen_vocab();
+  MaskWorkers workers(1);
+  auto g = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[0])), vocab);
+  g->precompute_async("big", workers);
+  std::optional<GrammarConstraint> c;
+  c.emplace(g, GrammarConstraintOptions{{tok.require_token_id("<|im_end|>")}, std::nullopt});
+  const TokenBits first = c->allowed();
+  EXPECT_TRUE(first.test(tok.encode("{")[0]));
+  EXPECT_TRUE(g->precomputing()) << "the whole 248k precomputation ended before the first mask: nothing tested";
+  std::weak_ptr<CompiledGrammar> weak = g;
   const auto t0 = std::chrono::steady_clock::now();
-  big.reset();
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+  g.reset();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.05)
+      << "the request's constraint still holds it: nothing to wait for";
+  EXPECT_FALSE(weak.expired()) << "the constraint holds it";
+  const auto t1 = std::chrono::steady_clock::now();
+  c.reset();  // the request ends: only the worker's turn may hold it now
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 0.05);
+  for (int i = 0; i < 2000 && !weak.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(weak.expired()) << "the worker still holds a grammar nobody uses after 2 s";
+  EXPECT_TRUE(turns_end(workers));
+}
+
+// A walk is abandoned part way when its worker is told to stop (the pool stopping, or the grammar dropped by all
+// else): nothing half-walked is kept, and the next step walks it again in full.
+TEST(TokenMasks, AWalkIsAbandonedPartWayWhenCancelled) {
+  const auto vocab = qwen_vocab();
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[0])), vocab);
+  int polls = 0;
+  PrecomputeStats st;
+  EXPECT_FALSE(cg->masks().precompute_step(st, [&] { return ++polls > 3; }));  // once on entry, then during the walk
+  EXPECT_TRUE(st.stopped);
+  EXPECT_GE(polls, 4) << "the walk did not look at the stop part way";
+  EXPECT_EQ(st.walks, 0u);
+  EXPECT_EQ(cg->masks().walks(), 0u);
+  PrecomputeStats again;
+  EXPECT_TRUE(cg->masks().precompute_step(again));
+  EXPECT_EQ(again.walks, 1u);
+  EXPECT_EQ(cg->masks().walks(), 1u);
 }
 
 TEST(TokenMasks, FreeFormJsonObjectsMatchBruteForce) {
