@@ -200,7 +200,8 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     all_stable = all_stable && r.stable;
     if (r.rate == 0) {
-      fmt::print("| plain | – | 1 | {:.2f} | 1.00× | 1.00 | – |\n", r.tok_s());
+      // Plain decoding's measured requests against its first (the reference): a determinism check.
+      fmt::print("| plain | – | 1 | {:.2f} | 1.00× | 1.00 | {} |\n", r.tok_s(), r.same ? "yes (as its first run)" : "NO: not as its first run");
       continue;
     }
     const double step_ms = 1e3 * r.decode_s / static_cast<double>(std::max<int64_t>(r.spec.verify_steps, 1));
