@@ -89,5 +89,33 @@ TEST(CpuKernels, ExpShiftMatchesStdExp) {
   }
 }
 
+// silu_mul against x / (1 + exp(−x)) · u in double: every sign and magnitude (±100 saturate one way or the other), a
+// tail shorter than a vector, in place, without u; NaN stays NaN.
+TEST(CpuKernels, SiluMulMatchesTheFormula) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> U(-30.0f, 30.0f);
+  std::vector<float> g(1005), u(g.size());
+  for (float& v : g) v = U(rng);
+  for (float& v : u) v = U(rng) / 10.0f;
+  g[0] = 0.0f, g[1] = -0.0f, g[2] = 100.0f, g[3] = -100.0f, g[4] = 88.0f, g[5] = -88.0f, g[6] = 1e-30f, g[7] = -1e-3f;
+  for (const Kernels* kr : variants()) {
+    std::vector<float> y(g.size()), s(g.size()), inplace = g;
+    kr->silu_mul(g.data(), u.data(), y.data(), static_cast<int64_t>(g.size()));
+    kr->silu_mul(g.data(), nullptr, s.data(), static_cast<int64_t>(g.size()));
+    kr->silu_mul(inplace.data(), nullptr, inplace.data(), static_cast<int64_t>(g.size()));
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double want = double(g[i]) / (1.0 + std::exp(-double(g[i])));
+      ASSERT_NEAR(s[i], want, 1e-6 * std::fabs(want) + 1e-35) << kr->name << " x " << g[i];  // |silu| < 1e-35 may flush
+      ASSERT_NEAR(y[i], want * u[i], 1e-6 * std::fabs(want * u[i]) + 1e-35) << kr->name << " x " << g[i];
+      ASSERT_EQ(inplace[i], s[i]) << kr->name;
+    }
+    std::vector<float> nan(11, 1.0f), out(11);
+    nan[9] = std::numeric_limits<float>::quiet_NaN();
+    kr->silu_mul(nan.data(), nullptr, out.data(), 11);
+    EXPECT_TRUE(std::isnan(out[9])) << kr->name;
+    EXPECT_FLOAT_EQ(out[0], 1.0f / (1.0f + std::exp(-1.0f))) << kr->name;
+  }
+}
+
 }  // namespace
 }  // namespace ninfer::cpu

@@ -112,7 +112,11 @@ void CpuBackend::add(const Tensor& y, const Tensor& a, const Tensor& b) {
 }
 
 void CpuBackend::silu_mul(const Tensor& y, const Tensor& gate, const Tensor& up) {
-  binary(*this, "silu_mul", y, gate, up, [](float g, float u) { return silu(g) * u; });
+  check_binary("silu_mul", y, gate, up, Device::kCpu);
+  const int64_t N = gate.row_size();
+  for_rows(pool_, gate.rows(), N, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) k_->silu_mul(row_f32(gate, r), row_f32(up, r), row_f32(y, r), N);
+  });
 }
 
 void CpuBackend::sigmoid_mul(const Tensor& y, const Tensor& x, const Tensor& gate) {

@@ -16,7 +16,6 @@ constexpr int64_t kAutoChunkedMin = 16;   // kAuto: chunked form from this many 
 constexpr int64_t kConvChannelBlock = 256;
 constexpr int64_t kTriRows = 6;          // row blocks of the chunk's triangular products (gemm_nn's AVX2 tile rows)
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 // The checkpoint slot of row r, or −1.
 inline int32_t checkpoint_of(const SeqBatch& batch, int64_t r) {
@@ -52,8 +51,7 @@ void CpuBackend::conv1d(const Tensor& out, const Tensor& x, const Tensor& w, con
         const float* wj = wt.data() + j * C;
         for (int64_t c = c0; c < c1; ++c) o[c] += wj[c] * in[c];
       }
-      if (silu_act)
-        for (int64_t c = c0; c < c1; ++c) o[c] = silu(o[c]);
+      if (silu_act) k_->silu_mul(o + c0, nullptr, o + c0, c1 - c0);
       if (const int32_t ck = checkpoint_of(batch, r0 + t); ck >= 0) {  // the state had the sequence ended at row t
         float* cs = static_cast<float*>(state.at(ck));
         for (int64_t i = 0; i < K - 1; ++i) {

@@ -42,6 +42,9 @@ struct Kernels {
   // p is in [0, 1]. The AVX2 variant is a polynomial exp within a few ulp of std::exp (tests/backend/cpu_kernels_test.cpp).
   float (*exp_shift)(const float* x, float m, float* p, int64_t n);
   GemmPackFn gemm_pack;  // nullptr where the gemm kernels read x directly (scalar)
+  // y[i] = silu(g[i]) · u[i] (u == nullptr: y[i] = silu(g[i])), silu(x) = x / (1 + exp(−x)); y may be g or u. The AVX2
+  // variant takes exp(−|x|) by the polynomial of exp_shift, within a few ulp of std::exp (cpu_kernels_test.cpp).
+  void (*silu_mul)(const float* g, const float* u, float* y, int64_t n);
 
   GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
 };

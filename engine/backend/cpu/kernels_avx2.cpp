@@ -248,6 +248,24 @@ NINFER_AVX2 inline __m256 exp_nonpositive(__m256 x) {
   return _mm256_andnot_ps(underflow, y);
 }
 
+// silu(x) = x / (1 + e) for x ≥ 0 and x · e / (1 + e) for x < 0, e = exp(−|x|) ≤ 1 (no overflow either way).
+NINFER_AVX2 void silu_mul_avx2(const float* g, const float* u, float* y, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 e = exp_nonpositive(_mm256_or_ps(x, sign));  // exp(−|x|)
+    const __m256 num = _mm256_blendv_ps(x, _mm256_mul_ps(x, e), x);  // x < 0 (sign bit set): x · e
+    __m256 s = _mm256_div_ps(num, _mm256_add_ps(one, e));
+    if (u) s = _mm256_mul_ps(s, _mm256_loadu_ps(u + i));
+    _mm256_storeu_ps(y + i, s);
+  }
+  for (; i < n; ++i) {
+    const float s = g[i] / (1.0f + std::exp(-g[i]));
+    y[i] = u ? s * u[i] : s;
+  }
+}
+
 NINFER_AVX2 float exp_shift_avx2(const float* x, float m, float* p, int64_t n) {
   const __m256 mv = _mm256_set1_ps(m);
   __m256 l = _mm256_setzero_ps();
@@ -320,7 +338,7 @@ const Kernels* avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();
   static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
                          axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2,   gemm_nn_avx2,
-                         exp_shift_avx2, gemm_pack_avx2};
+                         exp_shift_avx2, gemm_pack_avx2, silu_mul_avx2};
   return ok ? &k : nullptr;
 }
 

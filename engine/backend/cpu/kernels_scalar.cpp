@@ -80,6 +80,13 @@ float exp_shift_scalar(const float* x, float m, float* p, int64_t n) {
   return l;
 }
 
+void silu_mul_scalar(const float* g, const float* u, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = g[i] / (1.0f + std::exp(-g[i]));
+    y[i] = u ? s * u[i] : s;
+  }
+}
+
 }  // namespace
 
 GemmFn Kernels::gemm(DType w) const {
@@ -94,7 +101,7 @@ GemmFn Kernels::gemm(DType w) const {
 const Kernels& scalar_kernels() {
   static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
                          axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar,
-                         gemm_nn_scalar, exp_shift_scalar,     nullptr};
+                         gemm_nn_scalar, exp_shift_scalar,     nullptr,               silu_mul_scalar};
   return k;
 }
 
