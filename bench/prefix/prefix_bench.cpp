@@ -10,7 +10,6 @@
 
 #include "bench/common/request_waiter.h"
 #include "engine/artifact/artifact.h"
-#include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
 
@@ -24,15 +23,7 @@ struct Answer {
 };
 
 Answer ask(Engine& e, const std::vector<int32_t>& prompt, int64_t max_tokens) {
-  EngineRequest r;
-  r.prompt = prompt;
-  r.sampling.greedy = true;
-  r.max_tokens = max_tokens;
-  auto w = std::make_shared<bench::RequestWaiter>();
-  const SubmitOutcome o = e.submit(std::move(r), w);
-  if (!o.accepted()) fail(ErrorKind::kInvalidArgument, "request refused: {}", o.message);
-  w->wait();
-  if (w->result.reason == FinishReason::kError) fail(ErrorKind::kInternal, "request failed: {}", w->result.error);
+  auto w = bench::run_greedy(e, prompt, max_tokens);
   return {w->tokens, w->result};
 }
 

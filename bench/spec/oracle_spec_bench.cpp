@@ -16,7 +16,6 @@
 #include "bench/common/request_waiter.h"
 #include "bench/common/synthetic_model.h"
 #include "engine/artifact/artifact.h"
-#include "engine/core/error.h"
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
 
@@ -133,17 +132,7 @@ int main(int argc, char** argv) {
   };
   std::vector<int32_t> prompt;
   for (int i = 0; i < prompt_len; ++i) prompt.push_back((i * 7919 + 104729) % static_cast<int32_t>(c.vocab_size));
-  auto run = [&](Engine& e) {
-    EngineRequest r;
-    r.prompt = prompt;
-    r.sampling.greedy = true;
-    r.max_tokens = tokens;
-    auto w = std::make_shared<bench::RequestWaiter>();
-    e.submit(r, w);
-    w->wait();
-    if (w->result.reason == FinishReason::kError) fail(ErrorKind::kInternal, "bench request failed: {}", w->result.error);
-    return w;
-  };
+  auto run = [&](Engine& e) { return bench::run_greedy(e, prompt, tokens); };
 
   // The reference: plain greedy decoding of the prompt (also the warm-up that pages the weights in).
   std::vector<Row> rows;

@@ -109,15 +109,8 @@ struct Bench {
   }
 
   std::shared_ptr<Collect> run(const std::vector<int32_t>& prompt, int tokens) {
-    EngineRequest r;
-    r.prompt = prompt;
-    r.sampling.greedy = true;
-    r.max_tokens = tokens;  // no stop ids: every variant decodes the same number of tokens
-    auto w = std::make_shared<Collect>();
-    engine->submit(r, w);
-    w->wait();
-    if (w->result.reason == FinishReason::kError) throw std::runtime_error(m.v.label() + ": " + w->result.error);
-    return w;
+    // No stop ids: every variant decodes the same number of tokens.
+    return bench::run_greedy(*engine, prompt, tokens, m.v.label());
   }
 
   // A measured request; the draft time of the request is what the drafter spent during it (its prefill-time
