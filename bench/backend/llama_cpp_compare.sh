@@ -1,32 +1,47 @@
 #!/usr/bin/env bash
-# Whole-model decode, ninfer NVFP4 (W4A4, W4A16) and bf16 vs llama.cpp Q4_0 and bf16, same synthetic Qwen3.5 shapes,
-# same threads, one run. This script owns the comparison and the llama.cpp build it needs: llama.cpp is never part
-# of the project; the user names a checkout (source tree) and, when it has no build yet, the script builds it there
-# (CMake, CPU only, into LLAMA_CPP/build). The numbers of docs/benchmarks.md were measured with llama.cpp 0c1e57098.
+# ninfer vs llama.cpp on the same synthetic model, same threads, one run: ninfer NVFP4 (W4A4, W4A16) and bf16 against
+# llama.cpp Q4_0 and bf16. Two modes: whole-model decode (the default), and prompt processing (--prefill). This
+# script owns the comparison and the llama.cpp build it needs: llama.cpp is never part of the project; the user names
+# a checkout (source tree) and, when it has no build yet, the script builds it there (CMake, CPU only, into
+# LLAMA_CPP/build). The numbers of docs/benchmarks.md were measured with llama.cpp 0c1e57098.
 #
-# Usage: bench/backend/llama_cpp_compare.sh [--llama-cpp DIR] BUILD_DIR [THREADS] [TOKENS]
+# Usage: bench/backend/llama_cpp_compare.sh [--llama-cpp DIR] [--shape S] [--prefill] BUILD_DIR [THREADS] [TOKENS]
 #   BUILD_DIR     an ninfer build with bench/ninfer-bench-decode (e.g. `cmake --preset linux-cpu` -> build)
 #   --llama-cpp   the llama.cpp source checkout (or set LLAMA_CPP=DIR); its build goes to DIR/build
-# Environment: LLAMA_CPP (as --llama-cpp), DIR (models, default /tmp/nvfp4-bench), PYTHON (runs llama.cpp's
-# converter; default: the tools venv through scripts/tools-env.sh), NINFER_JOBS (build jobs, default nproc).
+#   --shape       the synthetic model (ninfer-bench-decode --shape): qwen35 (1 GB, default), qwen35-1b, qwen3-0.6b
+#   --prefill     prompt processing: each case of PREFILL_CASES, llama.cpp then ninfer, W4A4 vs Q4_0 and bf16 vs bf16
+# Environment: LLAMA_CPP (as --llama-cpp), DIR (models; default /tmp/nvfp4-bench for qwen35, else
+# /tmp/ninfer-llama-SHAPE), PYTHON (runs llama.cpp's converter; default: the tools venv through scripts/tools-env.sh),
+# NINFER_JOBS (build jobs, default nproc), PREFILL_CASES (--prefill: "THREADS:PROMPT:CHUNK ...", default
+# "1:512:512 2:512:512 2:2048:512 2:2048:2048"; CHUNK is ninfer's --prefill-chunk and llama.cpp's -ub, -b PROMPT).
 set -euo pipefail
 
 die() { echo "llama_cpp_compare: error: $*" >&2; exit 1; }
-usage() { sed -n '7,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '8,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 llama="${LLAMA_CPP:-${LLAMA:-}}"   # LLAMA: the old name of the variable
 args=()
+shape=qwen35
+prefill=0
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --llama-cpp) [ "$#" -ge 2 ] || usage; llama="$2"; shift 2 ;;
     --llama-cpp=*) llama="${1#*=}"; shift ;;
+    --shape) [ "$#" -ge 2 ] || usage; shape="$2"; shift 2 ;;
+    --shape=*) shape="${1#*=}"; shift ;;
+    --prefill) prefill=1; shift ;;
     -h|--help) usage ;;
     *) args+=("$1"); shift ;;
   esac
 done
 if [ "${#args[@]}" -lt 1 ] || [ "${#args[@]}" -gt 3 ]; then usage; fi
 BUILD="${args[0]}"; T="${args[1]:-2}"; N="${args[2]:-24}"
-DIR="${DIR:-/tmp/nvfp4-bench}"
+case "$shape" in
+  qwen35) DIR="${DIR:-/tmp/nvfp4-bench}" ;;
+  qwen35-1b|qwen3-0.6b) DIR="${DIR:-/tmp/ninfer-llama-$shape}" ;;
+  *) die "--shape: unknown '$shape' (qwen35, qwen35-1b, qwen3-0.6b)" ;;
+esac
+cases="${PREFILL_CASES:-1:512:512 2:512:512 2:2048:512 2:2048:2048}"
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 jobs="${NINFER_JOBS:-$(nproc)}"
 
@@ -59,13 +74,33 @@ fi
 if [ -n "${PYTHON:-}" ]; then py=("$PYTHON"); else py=("$REPO/scripts/tools-env.sh" python); fi
 
 if [ ! -f "$DIR/model-q4_0.gguf" ]; then
-  "$decode" --dir "$DIR" --keep-hf --variants bf16 --tokens 4 --prompt 16 --batch 1 >/dev/null
+  "$decode" --dir "$DIR" --shape "$shape" --keep-hf --variants bf16 --tokens 4 --prompt 16 --batch 1 >/dev/null
   "${py[@]}" "$REPO/bench/backend/llama_cpp_convert.py" "$llama" "$DIR/hf" "$DIR/model-bf16.gguf"
   # Q4_0 projections; the tied embedding / lm_head stays bf16 as in ninfer's NVFP4 artifact.
   "$bin/llama-quantize" --token-embedding-type bf16 --output-tensor-type bf16 \
     "$DIR/model-bf16.gguf" "$DIR/model-q4_0.gguf" Q4_0 "$T"
 fi
-echo "== llama.cpp (llama-bench tg$N, $T threads; $llama)"
-for m in q4_0 bf16; do "$bin/llama-bench" -m "$DIR/model-$m.gguf" -t "$T" -p 0 -n "$N" -r 3 | grep qwen35; done
-echo "== ninfer (ninfer-bench-decode, $T threads)"
-"$decode" --dir "$DIR" --threads "$T" --tokens "$N" --prompt 64 --batch 8 2>/dev/null
+# llama-bench's result rows (markdown), without its header: the model's row names the architecture.
+lbench() { "$bin/llama-bench" "$@" | grep -E '^\| (qwen|model)' | grep -v '^| model' || true; }
+
+if [ "$prefill" = 0 ]; then
+  echo "== llama.cpp (llama-bench tg$N, $T threads; $llama)"
+  for m in q4_0 bf16; do lbench -m "$DIR/model-$m.gguf" -t "$T" -p 0 -n "$N" -r 3; done
+  echo "== ninfer (ninfer-bench-decode, $T threads)"
+  "$decode" --dir "$DIR" --shape "$shape" --threads "$T" --tokens "$N" --prompt 64 --batch 8 2>/dev/null
+  exit 0
+fi
+
+# Prompt processing, case by case: llama.cpp (Q4_0, bf16; llama-bench's own warm-up run first) then ninfer (W4A4,
+# bf16; after its short warm-up request), so both see the machine in the same minutes.
+echo "== prefill, shape $shape, cases (threads:prompt:chunk) $cases; llama.cpp $llama"
+echo "llama.cpp columns: model | size | params | backend | threads | n_batch | n_ubatch | test | t/s"
+for c in $cases; do
+  IFS=: read -r t p u <<<"$c"
+  [ -n "$t" ] && [ -n "$p" ] && [ -n "$u" ] || die "PREFILL_CASES: '$c' is not THREADS:PROMPT:CHUNK"
+  echo "-- case $c: llama.cpp"
+  for m in q4_0 bf16; do lbench -m "$DIR/model-$m.gguf" -t "$t" -p "$p" -n 0 -b "$p" -ub "$u" -r 1; done
+  echo "-- case $c: ninfer"
+  "$decode" --dir "$DIR" --shape "$shape" --threads "$t" --prompt "$p" --prefill-chunk "$u" --prefill-only \
+    --variants w4a4,bf16 2>/dev/null | grep -E '^\| (w4a4|bf16) '
+done

@@ -1,4 +1,5 @@
-// Owns deriving the benchmarks' NVFP4 artifact from a packed bf16 one (projections quantized, the rest copied).
+// Owns deriving the benchmarks' NVFP4 artifacts from a packed bf16 one
+// (projections quantized, the rest copied).
 #pragma once
 
 #include <cstdint>
@@ -6,9 +7,12 @@
 
 namespace ninfer::bench {
 
-// Writes `dst`: every tensor of `src` as it is, except the weight schema's projections (bf16/f16/f32), which are
-// quantized with quantize_nvfp4 (a weight_scale_2 per tensor), minus ModelOpt's default exclusions (the GDN
-// in_proj_a / in_proj_b gates). Returns the number of tensors quantized.
-int64_t write_nvfp4_artifact(const std::string& src, const std::string& dst);
+// Writes `dst` with ninfer-pack's own quantization (`ninfer-pack --from SRC
+// --quant nvfp4 --quant-scale-groups tensor`, plus `--quant-lm-head nvfp4` when
+// `lm_head`): the projections quantized with a weight_scale_2 each, minus the
+// default exclusions (the GDN in_proj_a / in_proj_b gates, mtp.*), the rest
+// copied. Returns the number of tensors quantized (the lm_head included).
+int64_t write_nvfp4_artifact(const std::string &src, const std::string &dst,
+                             bool lm_head = false);
 
-}  // namespace ninfer::bench
+} // namespace ninfer::bench

@@ -1,7 +1,9 @@
-// Issue 23's GEMM paths against the ones they replace: the register-blocked AVX2 W4A4 kernel against the 4 x 1 kernel
-// (the same bits), and the backend's linear with activations packed once per call against the legacy paths
-// (CpuBackendOptions::legacy_gemm: the same bits) and against the scalar backend (summation order only), on odd
-// shapes: M = 1..9, 17, 64; N and K not multiples of the tiles.
+// Issue 23's GEMM paths against the ones they replace: the register-blocked
+// AVX2 and AVX-512 VNNI W4A4 kernels against their 4 x 1 kernels (the same
+// bits), and the backend's linear with activations packed once per call against
+// the legacy paths (CpuBackendOptions::legacy_gemm: the same bits) and against
+// the scalar backend (summation order only), on odd shapes: M = 1..9, 17, 64; N
+// and K not multiples of the tiles.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -21,32 +23,43 @@ using nvfp4_test::adversarial_rows;
 using nvfp4_test::pack;
 using nvfp4_test::random_values;
 
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
 
-TEST(GemmBlocked, W4A4BlockedKernelIsBitIdenticalToThe4x1Kernel) {
-  if (!cpu::nvfp4_avx2_kernels()) GTEST_SKIP() << "no AVX2 on this CPU";
-  for (int64_t K : {16, 112, 128, 144, 272, 1040, 2048}) {
-    auto rows = adversarial_rows(K, static_cast<uint32_t>(K));  // ties, zero / denormal / non-finite rows
+// Every (K, N, first row, row count, accumulate) case of a blocked W4A4 kernel
+// against the 4 x 1 kernel of its table.
+void expect_blocked_equals_4x1(const cpu::Nvfp4Kernels &k4x1,
+                               const cpu::Nvfp4Kernels &blocked) {
+  for (int64_t K : {16, 112, 128, 144, 256, 272, 400, 1040, 2048}) {
+    auto rows = adversarial_rows(
+        K, static_cast<uint32_t>(K)); // ties, zero / denormal / non-finite rows
     const auto more = activation_rows(9, K, static_cast<uint32_t>(K + 3));
-    for (int64_t m = 0; m < 9; ++m) rows.emplace_back(more.begin() + m * K, more.begin() + (m + 1) * K);
+    for (int64_t m = 0; m < 9; ++m)
+      rows.emplace_back(more.begin() + m * K, more.begin() + (m + 1) * K);
     const int64_t M = static_cast<int64_t>(rows.size());
     std::vector<float> x;
-    for (const auto& r : rows) x.insert(x.end(), r.begin(), r.end());
+    for (const auto &r : rows)
+      x.insert(x.end(), r.begin(), r.end());
     cpu::Nvfp4A4Rows a;
     cpu::nvfp4_size_a4(M, K, a);
-    cpu::nvfp4_prepare_a4_avx2(x.data(), K, 0, M, 0.0f, a);
+    blocked.prepare_a4(x.data(), K, 0, M, 0.0f, a);
     for (int64_t N : {1, 2, 3, 5, 13}) {
-      auto w = pack(random_values(N * K, static_cast<uint32_t>(N * K), 0.02f, true, K), N, K);
+      auto w = pack(
+          random_values(N * K, static_cast<uint32_t>(N * K), 0.02f, true, K), N,
+          K);
       const cpu::Nvfp4Weight wv = cpu::nvfp4_weight("test", w.view());
       for (int64_t m0 = 0; m0 < M; ++m0) {
         for (int r = 1; r <= cpu::kNvfp4MaxRows && m0 + r <= M; ++r) {
           const bool acc = (m0 + r) % 2 == 0;
-          std::vector<float> want(static_cast<size_t>(r * N), 0.75f), got = want;
-          cpu::nvfp4_w4a4_avx2_4x1(wv, a, m0, r, 0, N, want.data(), N, acc);
-          cpu::nvfp4_w4a4_blocked_avx2(wv, a, m0, r, 0, N, got.data(), N, acc);
+          std::vector<float> want(static_cast<size_t>(r * N), 0.75f),
+              got = want;
+          k4x1.w4a4(wv, a, m0, r, 0, N, want.data(), N, acc);
+          blocked.w4a4(wv, a, m0, r, 0, N, got.data(), N, acc);
           for (size_t i = 0; i < got.size(); ++i)
             ASSERT_TRUE(same_bits(got[i], want[i]))
-                << "K=" << K << " N=" << N << " m0=" << m0 << " rows=" << r << " i=" << i << ": " << got[i]
+                << blocked.name << " K=" << K << " N=" << N << " m0=" << m0
+                << " rows=" << r << " i=" << i << ": " << got[i]
                 << " != " << want[i];
         }
       }
@@ -54,45 +67,78 @@ TEST(GemmBlocked, W4A4BlockedKernelIsBitIdenticalToThe4x1Kernel) {
   }
 }
 
-// y of linear(x, w) on a backend, x [M, K] with row stride K + 5 and y with row stride N + 3 (accumulating onto 0.5).
-std::vector<float> run_linear(const CpuBackendOptions& o, const std::vector<float>& x, const Tensor& w, int64_t M) {
+TEST(GemmBlocked, W4A4BlockedKernelIsBitIdenticalToThe4x1Kernel) {
+  if (!cpu::nvfp4_avx2_kernels())
+    GTEST_SKIP() << "no AVX2 on this CPU";
+  expect_blocked_equals_4x1(*cpu::nvfp4_avx2_4x1_kernels(),
+                            *cpu::nvfp4_avx2_kernels());
+}
+
+TEST(GemmBlocked, Avx512VnniBlockedKernelIsBitIdenticalToIts4x1Kernel) {
+  if (!cpu::nvfp4_avx512_kernels())
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or in this build)";
+  expect_blocked_equals_4x1(*cpu::nvfp4_avx512_4x1_kernels(),
+                            *cpu::nvfp4_avx512_kernels());
+}
+
+// y of linear(x, w) on a backend, x [M, K] with row stride K + 5 and y with row
+// stride N + 3 (accumulating onto 0.5).
+std::vector<float> run_linear(const CpuBackendOptions &o,
+                              const std::vector<float> &x, const Tensor &w,
+                              int64_t M) {
   const int64_t N = w.dim(0), K = w.dim(1);
   auto be = make_cpu_backend(o);
   std::vector<float> y(static_cast<size_t>(M * (N + 3)), 0.5f);
   be->linear(Tensor::strided(y.data(), DType::kF32, {M, N}, {N + 3, 1}),
-             Tensor::strided(const_cast<float*>(x.data()), DType::kF32, {M, K}, {K + 5, 1}), w, true);
+             Tensor::strided(const_cast<float *>(x.data()), DType::kF32, {M, K},
+                             {K + 5, 1}),
+             w, true);
   return y;
 }
 
 TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
-  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU";
+  if (!cpu_has_avx2_fma())
+    GTEST_SKIP() << "no AVX2 on this CPU";
   for (int64_t K : {144, 1040}) {
     const int64_t N = 37;
     const auto wf = random_values(N * K, 7, 0.05f);
     std::vector<uint16_t> wb(wf.size()), wh(wf.size());
-    for (size_t i = 0; i < wf.size(); ++i) wb[i] = f32_to_bf16(wf[i]), wh[i] = f32_to_f16(wf[i]);
+    for (size_t i = 0; i < wf.size(); ++i)
+      wb[i] = f32_to_bf16(wf[i]), wh[i] = f32_to_f16(wf[i]);
     auto wq = pack(wf, N, K);
-    const std::vector<Tensor> weights = {Tensor::make(wb.data(), DType::kBF16, {N, K}),
-                                         Tensor::make(wh.data(), DType::kF16, {N, K}),
-                                         Tensor::make(const_cast<float*>(wf.data()), DType::kF32, {N, K}), wq.view()};
+    const std::vector<Tensor> weights = {
+        Tensor::make(wb.data(), DType::kBF16, {N, K}),
+        Tensor::make(wh.data(), DType::kF16, {N, K}),
+        Tensor::make(const_cast<float *>(wf.data()), DType::kF32, {N, K}),
+        wq.view()};
     for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 64}) {
       const auto x = random_values(M * (K + 5), static_cast<uint32_t>(M + K));
-      for (const Tensor& w : weights) {
+      for (const Tensor &w : weights) {
         for (int threads : {1, 2}) {
-          const CpuBackendOptions now{.threads = threads, .simd = CpuSimd::kAvx2};
+          const CpuBackendOptions now{.threads = threads,
+                                      .simd = CpuSimd::kAvx2};
           CpuBackendOptions legacy = now;
           legacy.legacy_gemm = true;
-          const auto got = run_linear(now, x, w, M), want = run_linear(legacy, x, w, M);
+          const auto got = run_linear(now, x, w, M),
+                     want = run_linear(legacy, x, w, M);
           for (size_t i = 0; i < got.size(); ++i)
-            ASSERT_TRUE(same_bits(got[i], want[i])) << dtype_name(w.dtype) << " K=" << K << " M=" << M << " i=" << i;
-          if (w.dtype == DType::kNVFP4) continue;  // W4A4 against the reference: nvfp4_linear_test.cpp
-          const auto ref = run_linear({.threads = 1, .simd = CpuSimd::kScalar}, x, w, M);
+            ASSERT_TRUE(same_bits(got[i], want[i]))
+                << dtype_name(w.dtype) << " K=" << K << " M=" << M
+                << " i=" << i;
+          if (w.dtype == DType::kNVFP4)
+            continue; // W4A4 against the reference: nvfp4_linear_test.cpp
+          const auto ref =
+              run_linear({.threads = 1, .simd = CpuSimd::kScalar}, x, w, M);
           for (int64_t m = 0; m < M; ++m)
             for (int64_t n = 0; n < N; ++n) {
-              double mag = 0;  // Σ|x·w|: the bound of a reordered f32 sum is K · eps · Σ|terms|, use 1e-5 of it
-              for (int64_t k = 0; k < K; ++k) mag += std::fabs(double(x[m * (K + 5) + k]) * double(wf[n * K + k]));
+              double mag = 0; // Σ|x·w|: the bound of a reordered f32 sum is K ·
+                              // eps · Σ|terms|, use 1e-5 of it
+              for (int64_t k = 0; k < K; ++k)
+                mag += std::fabs(double(x[m * (K + 5) + k]) *
+                                 double(wf[n * K + k]));
               const size_t i = static_cast<size_t>(m * (N + 3) + n);
-              EXPECT_NEAR(got[i], ref[i], 1e-5 * mag + 1e-6) << dtype_name(w.dtype) << " M=" << M << " m=" << m;
+              EXPECT_NEAR(got[i], ref[i], 1e-5 * mag + 1e-6)
+                  << dtype_name(w.dtype) << " M=" << M << " m=" << m;
             }
         }
       }
@@ -100,32 +146,40 @@ TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
   }
 }
 
-// Batch invariance, what makes greedy speculative decoding equal plain decoding: with nvfp4 weights (W4A4 and W4A16)
-// a row's output has the same bits whatever other rows share the call (a verification step's K + 1 rows against the
-// one row of a decode step). The dense (bf16/f16/f32) paths do not have it yet: the one-row kernel streams weight rows
-// and sums in another order than the 8-row tile (this test finds 44-247 of the 37·M outputs off in the last bits at
-// M = 2..9), so they are not checked here (docs/speculative.md).
+// Batch invariance, what makes greedy speculative decoding equal plain
+// decoding: with nvfp4 weights (W4A4 and W4A16) a row's output has the same
+// bits whatever other rows share the call (a verification step's K + 1 rows
+// against the one row of a decode step). The dense (bf16/f16/f32) paths do not
+// have it yet: the one-row kernel streams weight rows and sums in another order
+// than the 8-row tile (this test finds 44-247 of the 37·M outputs off in the
+// last bits at M = 2..9), so they are not checked here (docs/speculative.md).
 TEST(GemmBlocked, AnNvfp4RowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
   for (int64_t K : {144, 1024}) {
     const int64_t N = 37;
     auto wq = pack(random_values(N * K, 11, 0.05f), N, K);
-    for (Nvfp4Activations acts : {Nvfp4Activations::kNvfp4, Nvfp4Activations::kFloat})
+    for (Nvfp4Activations acts :
+         {Nvfp4Activations::kNvfp4, Nvfp4Activations::kFloat})
       for (int threads : {1, 2})
         for (int64_t M : {2, 3, 4, 5, 8, 9}) {
-          const CpuBackendOptions o{.threads = threads, .nvfp4_activations = acts};
-          const auto x = random_values(M * (K + 5), static_cast<uint32_t>(M * 7 + K));
+          const CpuBackendOptions o{.threads = threads,
+                                    .nvfp4_activations = acts};
+          const auto x =
+              random_values(M * (K + 5), static_cast<uint32_t>(M * 7 + K));
           const auto all = run_linear(o, x, wq.view(), M);
           for (int64_t m = 0; m < M; ++m) {
-            const std::vector<float> row(x.begin() + m * (K + 5), x.begin() + (m + 1) * (K + 5));
+            const std::vector<float> row(x.begin() + m * (K + 5),
+                                         x.begin() + (m + 1) * (K + 5));
             const auto one = run_linear(o, row, wq.view(), 1);
             for (int64_t n = 0; n < N; ++n)
-              ASSERT_TRUE(same_bits(one[static_cast<size_t>(n)], all[static_cast<size_t>(m * (N + 3) + n)]))
-                  << (acts == Nvfp4Activations::kNvfp4 ? "W4A4" : "W4A16") << " K=" << K << " M=" << M << " row "
-                  << m << " n=" << n << " threads " << threads;
+              ASSERT_TRUE(same_bits(one[static_cast<size_t>(n)],
+                                    all[static_cast<size_t>(m * (N + 3) + n)]))
+                  << (acts == Nvfp4Activations::kNvfp4 ? "W4A4" : "W4A16")
+                  << " K=" << K << " M=" << M << " row " << m << " n=" << n
+                  << " threads " << threads;
           }
         }
   }
 }
 
-}  // namespace
-}  // namespace ninfer
+} // namespace
+} // namespace ninfer

@@ -17,7 +17,7 @@ namespace ninfer {
 
 bool cpu_has_avx2_fma() { return cpu::cpu_supports_avx2_fma_f16c(); }
 
-std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions &options) {
   return std::make_unique<cpu::CpuBackend>(options);
 }
 
@@ -25,62 +25,82 @@ namespace cpu {
 
 namespace {
 
-const Kernels* pick_kernels(CpuSimd simd) {
+const Kernels *pick_kernels(CpuSimd simd) {
   switch (simd) {
-    case CpuSimd::kScalar: return &scalar_kernels();
-    case CpuSimd::kAvx2:
-      if (const Kernels* k = avx2_kernels()) return k;
-      fail(ErrorKind::kUnsupported, "cpu backend: AVX2+FMA+F16C requested but this CPU or build lacks them");
-    case CpuSimd::kAuto: break;
+  case CpuSimd::kScalar:
+    return &scalar_kernels();
+  case CpuSimd::kAvx2:
+    if (const Kernels *k = avx2_kernels())
+      return k;
+    fail(ErrorKind::kUnsupported, "cpu backend: AVX2+FMA+F16C requested but "
+                                  "this CPU or build lacks them");
+  case CpuSimd::kAuto:
+    break;
   }
-  if (const Kernels* k = avx2_kernels()) return k;
+  if (const Kernels *k = avx2_kernels())
+    return k;
   return &scalar_kernels();
 }
 
-// kScalar: the scalar reference; kAvx2: the AVX2 kernels; kAuto: AVX-512 VNNI where the CPU has it, else AVX2.
-// legacy: the AVX2 table's 4 x 1 W4A4 kernel in place of the blocked one (bit-identical).
-const Nvfp4Kernels* pick_nvfp4_kernels(CpuSimd simd, bool legacy) {
-  const Nvfp4Kernels* avx2 = legacy ? nvfp4_avx2_4x1_kernels() : nvfp4_avx2_kernels();
+// kScalar: the scalar reference; kAvx2: the AVX2 kernels; kAuto: AVX-512 VNNI
+// where the CPU has it, else AVX2. legacy: the table's 4 x 1 W4A4 kernel in
+// place of the blocked one (bit-identical).
+const Nvfp4Kernels *pick_nvfp4_kernels(CpuSimd simd, bool legacy) {
+  const Nvfp4Kernels *avx2 =
+      legacy ? nvfp4_avx2_4x1_kernels() : nvfp4_avx2_kernels();
   switch (simd) {
-    case CpuSimd::kScalar: return nullptr;
-    case CpuSimd::kAvx2: return avx2;
-    case CpuSimd::kAuto: break;
+  case CpuSimd::kScalar:
+    return nullptr;
+  case CpuSimd::kAvx2:
+    return avx2;
+  case CpuSimd::kAuto:
+    break;
   }
-  if (const Nvfp4Kernels* k = nvfp4_avx512_kernels()) return k;
+  if (const Nvfp4Kernels *k =
+          legacy ? nvfp4_avx512_4x1_kernels() : nvfp4_avx512_kernels())
+    return k;
   return avx2;
 }
 
 int pick_threads(int requested) {
-  if (requested < 0) fail(ErrorKind::kInvalidArgument, "cpu backend: threads must be >= 0, got {}", requested);
-  if (requested > 0) return requested;
+  if (requested < 0)
+    fail(ErrorKind::kInvalidArgument,
+         "cpu backend: threads must be >= 0, got {}", requested);
+  if (requested > 0)
+    return requested;
   const unsigned hc = std::thread::hardware_concurrency();
   return hc == 0 ? 1 : static_cast<int>(hc);
 }
 
-}  // namespace
+} // namespace
 
-CpuBackend::CpuBackend(const CpuBackendOptions& options)
+CpuBackend::CpuBackend(const CpuBackendOptions &options)
     : k_(pick_kernels(options.simd)),
       nvfp4_k_(pick_nvfp4_kernels(options.simd, options.legacy_gemm)),
-      nvfp4_activations_(options.nvfp4_activations), legacy_gemm_(options.legacy_gemm),
-      pool_(pick_threads(options.threads)) {
+      nvfp4_activations_(options.nvfp4_activations),
+      legacy_gemm_(options.legacy_gemm), pool_(pick_threads(options.threads)) {
   scratch_.resize(static_cast<size_t>(pool_.size()));
 }
 
 std::string CpuBackend::name() const {
-  return fmt::format("cpu({}, {} threads, nvfp4 {} {})", k_->name, pool_.size(), nvfp4_k_ ? nvfp4_k_->name : "scalar",
-                     nvfp4_activations_ == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16");
+  return fmt::format("cpu({}, {} threads, nvfp4 {} {})", k_->name, pool_.size(),
+                     nvfp4_k_ ? nvfp4_k_->name : "scalar",
+                     nvfp4_activations_ == Nvfp4Activations::kNvfp4 ? "w4a4"
+                                                                    : "w4a16");
 }
 
-float* CpuBackend::scratch(int thread, size_t n) {
-  auto& s = scratch_[static_cast<size_t>(thread)];
-  if (s.size() < n) s.resize(n);
+float *CpuBackend::scratch(int thread, size_t n) {
+  auto &s = scratch_[static_cast<size_t>(thread)];
+  if (s.size() < n)
+    s.resize(n);
   return s.data();
 }
 
 Buffer CpuBackend::alloc(size_t bytes) {
   std::shared_ptr<void> p = aligned_zeroed(bytes);
-  if (!p) fail(ErrorKind::kOutOfMemory, "cpu backend: cannot allocate {} bytes", bytes);
+  if (!p)
+    fail(ErrorKind::kOutOfMemory, "cpu backend: cannot allocate {} bytes",
+         bytes);
   Buffer b;
   b.memory = std::move(p);
   b.bytes = bytes;
@@ -88,84 +108,109 @@ Buffer CpuBackend::alloc(size_t bytes) {
   return b;
 }
 
-void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
+void CpuBackend::copy(const Tensor &dst, const Tensor &src) {
   check_cpu("copy", "dst", dst);
   check_cpu("copy", "src", src);
-  if (dst.dtype != src.dtype) fail(ErrorKind::kInvalidArgument, "copy: dtype {} -> {}", src.describe(), dst.describe());
+  if (dst.dtype != src.dtype)
+    fail(ErrorKind::kInvalidArgument, "copy: dtype {} -> {}", src.describe(),
+         dst.describe());
   check_same_shape("copy", "src", src, dst);
-  const size_t row_bytes = static_cast<size_t>(src.row_size()) * dtype_element_bytes(src.dtype);
+  const size_t row_bytes =
+      static_cast<size_t>(src.row_size()) * dtype_element_bytes(src.dtype);
   if (src.is_contiguous() && dst.is_contiguous()) {
-    std::memmove(dst.data, src.data, row_bytes * static_cast<size_t>(src.rows()));
+    std::memmove(dst.data, src.data,
+                 row_bytes * static_cast<size_t>(src.rows()));
     return;
   }
-  for (int64_t r = 0; r < src.rows(); ++r) std::memmove(row_ptr(dst, r), row_ptr(src, r), row_bytes);
+  for (int64_t r = 0; r < src.rows(); ++r)
+    std::memmove(row_ptr(dst, r), row_ptr(src, r), row_bytes);
 }
 
-void CpuBackend::zero(const Tensor& t) {
+void CpuBackend::zero(const Tensor &t) {
   check_cpu("zero", "t", t);
-  const size_t row_bytes = static_cast<size_t>(t.row_size()) * dtype_element_bytes(t.dtype);
+  const size_t row_bytes =
+      static_cast<size_t>(t.row_size()) * dtype_element_bytes(t.dtype);
   if (t.is_contiguous()) {
     std::memset(t.data, 0, row_bytes * static_cast<size_t>(t.rows()));
     return;
   }
-  for (int64_t r = 0; r < t.rows(); ++r) std::memset(row_ptr(t, r), 0, row_bytes);
+  for (int64_t r = 0; r < t.rows(); ++r)
+    std::memset(row_ptr(t, r), 0, row_bytes);
 }
 
 // ---- dense ----
 
-void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, bool accumulate) {
-  const auto [M, N, K] = check_linear(y, x, w, Device::kCpu);  // engine/backend/checks/linear_checks.h
+void CpuBackend::linear(const Tensor &y, const Tensor &x, const Tensor &w,
+                        bool accumulate) {
+  const auto [M, N, K] = check_linear(
+      y, x, w, Device::kCpu); // engine/backend/checks/linear_checks.h
   if (w.dtype == DType::kNVFP4) {
-    linear_nvfp4(y, x, w, accumulate);  // nvfp4_linear.cpp
+    linear_nvfp4(y, x, w, accumulate); // nvfp4_linear.cpp
     return;
   }
-  if (M == 0 || N == 0) return;
+  if (M == 0 || N == 0)
+    return;
   const GemmFn fn = k_->gemm(w.dtype);
   const int64_t xs = x.row_stride(), ys = y.row_stride(), ws = w.row_stride();
-  const auto* xp = static_cast<const float*>(x.data);
-  auto* yp = static_cast<float*>(y.data);
+  const auto *xp = static_cast<const float *>(x.data);
+  auto *yp = static_cast<float *>(y.data);
   const int64_t wbytes = static_cast<int64_t>(dtype_element_bytes(w.dtype));
   const int threads = pool_.size();
-  // Activation rows packed once per call for every task (kernels that pack; one row reads x directly).
-  const float* packed = nullptr;
+  // Activation rows packed once per call for every task (kernels that pack; one
+  // row reads x directly).
+  const float *packed = nullptr;
   if (k_->gemm_pack && M > 1 && !legacy_gemm_) {
-    gemm_packed_.resize(static_cast<size_t>((M + kGemmMaxRows - 1) / kGemmMaxRows * gemm_pack_block(K)));
+    gemm_packed_.resize(static_cast<size_t>((M + kGemmMaxRows - 1) /
+                                            kGemmMaxRows * gemm_pack_block(K)));
     k_->gemm_pack(xp, xs, M, K, gemm_packed_.data());
     packed = gemm_packed_.data();
   }
-  // Weight rows per task: enough tasks to balance the threads; for many activation rows keep the task's weight
-  // panel (re-read once per 8-row block) within ~256 KiB so it stays in L2.
+  // Weight rows per task: enough tasks to balance the threads; for many
+  // activation rows keep the task's weight panel (re-read once per 8-row block)
+  // within ~256 KiB so it stays in L2.
   int64_t nb = (N + threads * 4 - 1) / (threads * 4);
-  if (M > kGemmMaxRows) nb = std::min<int64_t>(nb, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, K * wbytes)));
+  if (M > kGemmMaxRows)
+    nb = std::min<int64_t>(
+        nb,
+        std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, K * wbytes)));
   nb = std::max<int64_t>(4, (nb + 3) / 4 * 4);
   const int64_t tasks = (N + nb - 1) / nb;
   auto run = [&](int64_t t, int) {
     const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
     for (int64_t m0 = 0; m0 < M; m0 += kGemmMaxRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kGemmMaxRows, M - m0));
-      const float* pb = packed ? packed + m0 / kGemmMaxRows * gemm_pack_block(K) : nullptr;
-      fn(xp + m0 * xs, xs, rows, pb, w.data, ws, n0, n1, K, yp + m0 * ys, ys, accumulate);
+      const int rows =
+          static_cast<int>(std::min<int64_t>(kGemmMaxRows, M - m0));
+      const float *pb =
+          packed ? packed + m0 / kGemmMaxRows * gemm_pack_block(K) : nullptr;
+      fn(xp + m0 * xs, xs, rows, pb, w.data, ws, n0, n1, K, yp + m0 * ys, ys,
+         accumulate);
     }
   };
   if (M * N * K < (1 << 16)) {
-    for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+    for (int64_t t = 0; t < tasks; ++t)
+      run(t, 0);
   } else {
     pool_.parallel_for(tasks, run);
   }
 }
 
-void CpuBackend::embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) {
+void CpuBackend::embedding(const Tensor &y, const Tensor &table,
+                           std::span<const int32_t> ids) {
   check_embedding(y, table, ids, Device::kCpu);
   const int64_t H = table.dim(1);
-  for (size_t t = 0; t < ids.size(); ++t) k_->to_f32(table.at(ids[t]), table.dtype, row_f32(y, static_cast<int64_t>(t)), H);
+  for (size_t t = 0; t < ids.size(); ++t)
+    k_->to_f32(table.at(ids[t]), table.dtype,
+               row_f32(y, static_cast<int64_t>(t)), H);
 }
 
-void CpuBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) {
+void CpuBackend::gather_rows(const Tensor &y, const Tensor &x,
+                             std::span<const int32_t> rows) {
   check_gather_rows(y, x, rows, Device::kCpu);
   for (size_t r = 0; r < rows.size(); ++r) {
-    std::memmove(row_f32(y, static_cast<int64_t>(r)), row_f32(x, rows[r]), static_cast<size_t>(x.dim(1)) * sizeof(float));
+    std::memmove(row_f32(y, static_cast<int64_t>(r)), row_f32(x, rows[r]),
+                 static_cast<size_t>(x.dim(1)) * sizeof(float));
   }
 }
 
-}  // namespace cpu
-}  // namespace ninfer
+} // namespace cpu
+} // namespace ninfer
