@@ -128,6 +128,9 @@ class GrammarMasks {
   // first (after the passes are over too). Returns whether it queued any; cheap when the state's mask is cached.
   bool want(const StackSet& state);
   bool wanted() const;  // whether want() queued masks precompute_step() has not taken yet
+  // Whether allowed(state) needs no vocabulary walk: the state's mask is cached or every suffix mask it needs is
+  // walked (it then only merges bitsets and checks dependent tokens). Cheap; thread-safe.
+  bool ready(const StackSet& state);
 
   const TokenVocabulary& vocab() const { return vocab_; }
   const GrammarMatcher& matcher() const { return matcher_; }
@@ -153,6 +156,10 @@ class GrammarMasks {
     std::vector<uint32_t> missing;
   };
   Lookup lookup(std::span<const uint32_t> stack);
+  // Calls f(stack) for each stack of `state` whose suffix masks are not all walked (none when the state's mask is
+  // cached). mu_ held.
+  template <typename F>
+  void for_each_unwalked(const StackSet& state, F&& f);
   // Walks `key` with mu_ released meanwhile, unless it is walked already; waits instead while another thread walks it.
   // Returns whether this call walked it (false also when cancelled).
   bool walk(const std::vector<uint32_t>& key, std::unique_lock<std::mutex>& lock,
