@@ -100,7 +100,8 @@ struct PrecomputeStats {
 // waits for it); one the worker is walking at that moment is waited for instead of walked twice. The walks run
 // outside the lock, so allowed() and the worker never wait for each other's walks of different suffixes. want()
 // queues the masks a state will need for the worker to walk before anything else: a request's next state, asked for
-// as its token is accepted, is then walked while the model computes the next step.
+// as its token is accepted, is then walked while the model computes the next step. ready() says whether a state still
+// needs a walk (the engine passes over a request whose state does, while others run).
 class GrammarMasks {
  public:
   static constexpr size_t kMaxDependent = 2048;
