@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -337,6 +338,35 @@ void batch_rows(std::vector<BatchRow>& rows, Engine& engine, const std::string& 
                            end_id));
 }
 
+// What `maxLength` costs: a string of at most N characters unrolls into N grammar positions (R_k := char R_(k-1) | ε),
+// whose masks are keyed and walked apart. The whole precomputation (GrammarMasks::precompute, this thread) of an
+// object with one string property, unbounded and with maxLength N, and of the benchmark's schema with and without its
+// maxLength keywords.
+void maxlength_sweep(const std::string& vocab_label, const constrain::TokenVocabulary& vocab) {
+  const auto one = [](const std::string& bound) {
+    return R"({"type":"object","properties":{"name":{"type":"string")" + bound + R"(}},"required":["name"]})";
+  };
+  std::string unbounded = kSchema;
+  for (const char* k : {R"(,"maxLength":24)", R"(,"maxLength":12)"}) unbounded.erase(unbounded.find(k), std::strlen(k));
+  const std::pair<std::string, std::string> cases[] = {
+      {"one string, unbounded", one("")},
+      {"one string, maxLength 4", one(R"(,"maxLength":4)")},
+      {"one string, maxLength 12", one(R"(,"maxLength":12)")},
+      {"one string, maxLength 24", one(R"(,"maxLength":24)")},
+      {"one string, maxLength 48", one(R"(,"maxLength":48)")},
+      {"the benchmark's schema", kSchema},
+      {"the benchmark's schema without maxLength", unbounded},
+  };
+  for (const auto& [label, schema] : cases) {
+    const constrain::Grammar g = constrain::JsonGrammar::from_schema(ojson::parse(schema));
+    constrain::GrammarMasks masks(g, vocab);
+    const auto t0 = Clock::now();
+    const constrain::PrecomputeStats st = masks.precompute();
+    fmt::print("| {} | {} | {} | {} | {:.0f} |\n", vocab_label, label, st.walks, st.positions,
+               1e3 * std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+}
+
 }  // namespace
 }  // namespace ninfer
 
@@ -355,6 +385,9 @@ int main(int argc, char** argv) {
   app.add_option("--walks", walks, "random constrained outputs on the large vocabulary, per pass");
   app.add_option("--gap-ms", gap_ms, "large vocabulary: idle ms between a token and the next mask, standing in for a "
                                      "model step on an accelerator (the mask workers use it); default 0");
+  bool sweep = false;
+  app.add_flag("--maxlength-sweep", sweep, "only the whole precomputation of strings of maxLength 4..48 and of the "
+                                           "schema with and without maxLength, on both vocabularies (about a minute)");
   app.add_option("--batch-tokens", batch_tokens, "the batch rows' schema request: max output tokens (0: no batch "
                                                  "rows)");
   CLI11_PARSE(app, argc, argv);
@@ -373,6 +406,20 @@ int main(int argc, char** argv) {
     const constrain::Grammar schema_grammar = constrain::JsonGrammar::from_schema(schema);
     const constrain::Grammar object_grammar = constrain::JsonGrammar::any_object();
     auto tiny_vocab = constrain::TokenVocabulary::from_tokenizer(tok);
+    std::fprintf(stderr, "sorting the large vocabulary (%s)\n", big.c_str());
+    Tokenizer big_tok = Tokenizer::from_json(std::ifstream(big) ? [&] {
+      std::ifstream f(big, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(f), {});
+    }() : throw Error(ErrorKind::kNotFound, "--big-tokenizer " + big + " not found (build the tests first)"));
+    const auto t0 = Clock::now();
+    auto big_vocab = constrain::TokenVocabulary::from_tokenizer(big_tok);
+    const double sort_ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
+    if (sweep) {
+      fmt::print("| vocabulary | schema | walks | positions | precompute ms |\n|---|---|---|---|---|\n");
+      maxlength_sweep(fmt::format("ninfer-tiny's ({})", tiny_vocab->sorted().size()), *tiny_vocab);
+      maxlength_sweep(fmt::format("248k ({})", big_vocab->sorted().size()), *big_vocab);
+      return 0;
+    }
     engine_row(engine, "warm-up", prompts, 8, nullptr, end);
     std::vector<Row> rows;
     rows.push_back(engine_row(engine, "ninfer-tiny, plain", prompts, tokens, nullptr, end));
@@ -382,14 +429,6 @@ int main(int argc, char** argv) {
                   });
     const double step_ms = rows[0].step_ms;
 
-    std::fprintf(stderr, "sorting the large vocabulary (%s)\n", big.c_str());
-    Tokenizer big_tok = Tokenizer::from_json(std::ifstream(big) ? [&] {
-      std::ifstream f(big, std::ios::binary);
-      return std::string(std::istreambuf_iterator<char>(f), {});
-    }() : throw Error(ErrorKind::kNotFound, "--big-tokenizer " + big + " not found (build the tests first)"));
-    const auto t0 = Clock::now();
-    auto big_vocab = constrain::TokenVocabulary::from_tokenizer(big_tok);
-    const double sort_ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
     const int32_t big_end = big_tok.require_token_id("<|im_end|>");
     const size_t width = 248320;  // the Qwen3.5 checkpoints' padded vocab_size
     const auto big_pre = cold_and_warm(rows, "248k vocab, json_schema", schema_grammar, big_vocab,
