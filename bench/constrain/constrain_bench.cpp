@@ -3,13 +3,18 @@
 // and the grammar's mask time per output token against ninfer-tiny's plain decode step. Cold (a schema's first
 // outputs) three ways: every vocabulary walk in the step (no worker); the request waiting until the worker has
 // precomputed the whole grammar (the behaviour before the hybrid); the hybrid (the request starts at once, the step
-// walks what the worker has not yet). Warm: the same outputs again (cached masks).
+// walks what the worker has not yet). Warm: the same outputs again (cached masks). The batch rows: what a new schema's
+// request costs a plain request already running beside it (its ms per token), with the schema's request walking in the
+// step (before) or passed over until its mask is walked (after); and the schema's request alone both ways.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <iterator>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -173,8 +178,11 @@ using RunRow = std::function<Row(const std::string&, const std::shared_ptr<const
 
 // Cold three ways, then warm (the fully precomputed grammar again). The hybrid's grammar is dropped after its row, so
 // its worker stops (mid-walk) before the next row starts.
-void cold_and_warm(std::vector<Row>& rows, const std::string& label, const constrain::Grammar& g,
-                   const std::shared_ptr<const constrain::TokenVocabulary>& vocab, const RunRow& run) {
+// Returns the fully precomputed grammar (for the batch rows' warm case).
+std::shared_ptr<constrain::CompiledGrammar> cold_and_warm(std::vector<Row>& rows, const std::string& label,
+                                                          const constrain::Grammar& g,
+                                                          const std::shared_ptr<const constrain::TokenVocabulary>& vocab,
+                                                          const RunRow& run) {
   {
     auto [cg, waited] = prepare(g, vocab, Cold::kNoWorker);
     rows.push_back(run(label + ", cold, walks in the step (no worker)", cg, waited));
@@ -186,6 +194,177 @@ void cold_and_warm(std::vector<Row>& rows, const std::string& label, const const
   auto [pre, waited] = prepare(g, vocab, Cold::kWaitForWorker);
   rows.push_back(run(label + ", cold, waits for the whole precompute (before)", pre, waited));
   rows.push_back(run(label + ", warm", pre, -1));
+  return pre;
+}
+
+// The batch: what a new schema's request costs the requests already running beside it. A plain request runs alone
+// for a while; then a request of the schema arrives (its grammar new, queued on the mask workers, or warm) and the
+// plain request's time per token is taken over that request's life, against its own before.
+struct BatchRow {
+  std::string label;
+  double alone_ms = -1;     // the plain request's ms per token before the schema's request arrived (-1: no plain one)
+  double during_ms = -1;    // ... while it ran (mean)
+  double during_p90_ms = -1, during_max_ms = -1;
+  size_t during_tokens = 0;  // the plain request's tokens while it ran
+  double first_ms = 0, output_ms = 0;  // the schema's request: first token and whole output, from its arrival
+  int64_t tokens = 0;
+  int64_t passed_over = 0;  // steps it was passed over (EngineStats::passed_over)
+  size_t walks = 0;         // vocabulary walks in the engine's steps
+};
+
+// Keeps the time of every output token.
+class TokenClock final : public RequestObserver {
+ public:
+  void on_tokens(std::span<const OutputToken> t) override {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < t.size(); ++i) times_.push_back(Clock::now());
+    cv_.notify_all();
+  }
+  void on_finish(const RequestResult& r) override {
+    std::lock_guard lock(mu_);
+    result_ = r, done_ = true;
+    cv_.notify_all();
+  }
+  void wait_tokens(size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_ || times_.size() >= n; });
+  }
+  std::pair<std::vector<Clock::time_point>, RequestResult> wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return {times_, result_};
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Clock::time_point> times_;
+  RequestResult result_;
+  bool done_ = false;
+};
+
+// A constraint as the engine sees it, its ready() hidden or not: hidden, the engine cannot pass over the request and
+// every walk its worker has not done falls in the batch's step (the behaviour before requests waited for their mask).
+class Gate final : public LogitConstraint {
+ public:
+  Gate(std::shared_ptr<LogitConstraint> inner, bool waits) : inner_(std::move(inner)), waits_(waits) {}
+  // start() is not forwarded, as TimedConstraint does not: no output limit, so no keep-in-time check near it (at 248k
+  // tokens that check costs more than the walks: every allowed token advanced through the matcher).
+  bool ready() override { return !waits_ || inner_->ready(); }
+  void mask(std::span<float> logits) override { inner_->mask(logits); }
+  void accept(int32_t id) override { inner_->accept(id); }
+
+ private:
+  std::shared_ptr<LogitConstraint> inner_;
+  bool waits_;
+};
+
+// `grammar` over any vocabulary: one larger than the model's masks its first ids (the walks cost what they cost over
+// that vocabulary; the output follows the grammar through those ids). `end_id` is the model's.
+// An empty `plain_prompt`: the schema's request alone in the engine.
+BatchRow batch_row(Engine& engine, const std::string& label, const std::vector<int32_t>& plain_prompt,
+                   const std::vector<int32_t>& prompt, int tokens,
+                   const std::shared_ptr<constrain::CompiledGrammar>& grammar, bool waits, int32_t end_id) {
+  constexpr size_t kAlone = 24;  // plain tokens before the schema's request arrives
+  BatchRow row{label};
+  auto plain = std::make_shared<TokenClock>();
+  SubmitOutcome po;
+  if (!plain_prompt.empty()) {
+    EngineRequest p;
+    p.prompt = plain_prompt;
+    p.sampling.greedy = true;
+    p.max_tokens = static_cast<int64_t>(engine.options().max_context) - static_cast<int64_t>(plain_prompt.size());
+    po = engine.submit(p, plain);
+    if (!po.accepted()) throw std::runtime_error(label + ": " + po.message);
+    plain->wait_tokens(kAlone);
+  }
+  const size_t walks0 = grammar->masks().runtime_walks();
+  const int64_t passed0 = engine.stats().passed_over;
+  EngineRequest r;
+  r.prompt = prompt;
+  r.sampling.greedy = true;
+  r.max_tokens = tokens;
+  r.stop_ids = {end_id};
+  r.constraint = std::make_shared<Gate>(
+      std::make_shared<constrain::GrammarConstraint>(grammar, constrain::GrammarConstraintOptions{{end_id}, {}}), waits);
+  auto schema = std::make_shared<TokenClock>();
+  const auto arrived = Clock::now();
+  if (!engine.submit(r, schema).accepted()) throw std::runtime_error(label + ": refused");
+  const auto [stimes, sresult] = schema->wait();
+  const auto ended = Clock::now();
+  if (sresult.reason == FinishReason::kError) throw std::runtime_error(label + ": " + sresult.error);
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return 1e3 * std::chrono::duration<double>(b - a).count();
+  };
+  row.tokens = sresult.completion_tokens;
+  if (!stimes.empty()) row.first_ms = ms(arrived, stimes.front()), row.output_ms = ms(arrived, stimes.back());
+  row.passed_over = engine.stats().passed_over - passed0;
+  row.walks = grammar->masks().runtime_walks() - walks0;
+  if (plain_prompt.empty()) return row;
+  engine.cancel(po.id);
+  const auto [ptimes, presult] = plain->wait();
+  if (ptimes.size() < kAlone + 2 || presult.reason != FinishReason::kCancelled)
+    throw std::runtime_error(label + ": the plain request ended before the schema's (raise max_context)");
+  row.alone_ms = ms(ptimes[1], ptimes[kAlone - 1]) / static_cast<double>(kAlone - 2);
+  std::vector<double> during;
+  for (size_t i = 1; i < ptimes.size(); ++i)
+    if (ptimes[i] > arrived && ptimes[i] <= ended) during.push_back(ms(ptimes[i - 1], ptimes[i]));
+  if (!during.empty()) {
+    row.during_tokens = during.size();
+    row.during_ms = 0;
+    for (double d : during) row.during_ms += d / static_cast<double>(during.size());
+    std::sort(during.begin(), during.end());
+    row.during_p90_ms = during[during.size() * 9 / 10];
+    row.during_max_ms = during.back();
+  }
+  return row;
+}
+
+// The schema's request warm (`pre`, precomputed), then cold with its ready() hidden (before) and cold passed over
+// while its masks are walked (after).
+void batch_rows(std::vector<BatchRow>& rows, Engine& engine, const std::string& label, const constrain::Grammar& g,
+                const std::shared_ptr<const constrain::TokenVocabulary>& vocab,
+                const std::shared_ptr<constrain::CompiledGrammar>& pre, const std::vector<int32_t>& plain_prompt,
+                const std::vector<int32_t>& prompt, int tokens, int32_t end_id) {
+  rows.push_back(batch_row(engine, label + ", warm", plain_prompt, prompt, tokens, pre, true, end_id));
+  rows.push_back(batch_row(engine, label + ", cold, walks in the step (before)", plain_prompt, prompt, tokens,
+                           grammar_of(g, vocab, true), false, end_id));
+  rows.push_back(batch_row(engine, label + ", cold, passed over until its mask is walked (after)", plain_prompt,
+                           prompt, tokens, grammar_of(g, vocab, true), true, end_id));
+  // Alone: nothing else could run, so nothing is passed over; the step walks what the worker has not, as before.
+  rows.push_back(batch_row(engine, label + ", cold, alone, before", {}, prompt, tokens, grammar_of(g, vocab, true),
+                           false, end_id));
+  rows.push_back(batch_row(engine, label + ", cold, alone, after", {}, prompt, tokens, grammar_of(g, vocab, true), true,
+                           end_id));
+}
+
+// What `maxLength` costs: a string of at most N characters unrolls into N grammar positions (R_k := char R_(k-1) | ε),
+// whose masks are keyed and walked apart. The whole precomputation (GrammarMasks::precompute, this thread) of an
+// object with one string property, unbounded and with maxLength N, and of the benchmark's schema with and without its
+// maxLength keywords.
+void maxlength_sweep(const std::string& vocab_label, const constrain::TokenVocabulary& vocab) {
+  const auto one = [](const std::string& bound) {
+    return R"({"type":"object","properties":{"name":{"type":"string")" + bound + R"(}},"required":["name"]})";
+  };
+  std::string unbounded = kSchema;
+  for (const char* k : {R"(,"maxLength":24)", R"(,"maxLength":12)"}) unbounded.erase(unbounded.find(k), std::strlen(k));
+  const std::pair<std::string, std::string> cases[] = {
+      {"one string, unbounded", one("")},
+      {"one string, maxLength 4", one(R"(,"maxLength":4)")},
+      {"one string, maxLength 12", one(R"(,"maxLength":12)")},
+      {"one string, maxLength 24", one(R"(,"maxLength":24)")},
+      {"one string, maxLength 48", one(R"(,"maxLength":48)")},
+      {"the benchmark's schema", kSchema},
+      {"the benchmark's schema without maxLength", unbounded},
+  };
+  for (const auto& [label, schema] : cases) {
+    const constrain::Grammar g = constrain::JsonGrammar::from_schema(ojson::parse(schema));
+    constrain::GrammarMasks masks(g, vocab);
+    const auto t0 = Clock::now();
+    const constrain::PrecomputeStats st = masks.precompute();
+    fmt::print("| {} | {} | {} | {} | {:.0f} |\n", vocab_label, label, st.walks, st.positions,
+               1e3 * std::chrono::duration<double>(Clock::now() - t0).count());
+  }
 }
 
 }  // namespace
@@ -196,7 +375,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ninfer-bench-constrain: structured output's mask time per token, against the decode step"};
   std::string model = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny.ninfer";
   std::string big = std::string(NINFER_BINARY_DIR) + "/tests/tokenizer/fixtures/tokenizer.json";
-  int threads = 2, tokens = 96, walks = 6;
+  int threads = 2, tokens = 96, walks = 6, batch_tokens = 96;
   double gap_ms = 0;
   app.add_option("--model", model, "artifact (default: the shipped ninfer-tiny)");
   app.add_option("--threads", threads, "CPU backend threads");
@@ -206,6 +385,11 @@ int main(int argc, char** argv) {
   app.add_option("--walks", walks, "random constrained outputs on the large vocabulary, per pass");
   app.add_option("--gap-ms", gap_ms, "large vocabulary: idle ms between a token and the next mask, standing in for a "
                                      "model step on an accelerator (the mask workers use it); default 0");
+  bool sweep = false;
+  app.add_flag("--maxlength-sweep", sweep, "only the whole precomputation of strings of maxLength 4..48 and of the "
+                                           "schema with and without maxLength, on both vocabularies (about a minute)");
+  app.add_option("--batch-tokens", batch_tokens, "the batch rows' schema request: max output tokens (0: no batch "
+                                                 "rows)");
   CLI11_PARSE(app, argc, argv);
   try {
     Artifact a = Artifact::open(model);
@@ -222,15 +406,6 @@ int main(int argc, char** argv) {
     const constrain::Grammar schema_grammar = constrain::JsonGrammar::from_schema(schema);
     const constrain::Grammar object_grammar = constrain::JsonGrammar::any_object();
     auto tiny_vocab = constrain::TokenVocabulary::from_tokenizer(tok);
-    engine_row(engine, "warm-up", prompts, 8, nullptr, end);
-    std::vector<Row> rows;
-    rows.push_back(engine_row(engine, "ninfer-tiny, plain", prompts, tokens, nullptr, end));
-    cold_and_warm(rows, "ninfer-tiny, json_schema", schema_grammar, tiny_vocab,
-                  [&](const std::string& l, const auto& g, double waited) {
-                    return engine_row(engine, l, prompts, tokens, g, end, waited);
-                  });
-    const double step_ms = rows[0].step_ms;
-
     std::fprintf(stderr, "sorting the large vocabulary (%s)\n", big.c_str());
     Tokenizer big_tok = Tokenizer::from_json(std::ifstream(big) ? [&] {
       std::ifstream f(big, std::ios::binary);
@@ -239,9 +414,24 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     auto big_vocab = constrain::TokenVocabulary::from_tokenizer(big_tok);
     const double sort_ms = 1e3 * std::chrono::duration<double>(Clock::now() - t0).count();
+    if (sweep) {
+      fmt::print("| vocabulary | schema | walks | positions | precompute ms |\n|---|---|---|---|---|\n");
+      maxlength_sweep(fmt::format("ninfer-tiny's ({})", tiny_vocab->sorted().size()), *tiny_vocab);
+      maxlength_sweep(fmt::format("248k ({})", big_vocab->sorted().size()), *big_vocab);
+      return 0;
+    }
+    engine_row(engine, "warm-up", prompts, 8, nullptr, end);
+    std::vector<Row> rows;
+    rows.push_back(engine_row(engine, "ninfer-tiny, plain", prompts, tokens, nullptr, end));
+    const auto tiny_pre = cold_and_warm(rows, "ninfer-tiny, json_schema", schema_grammar, tiny_vocab,
+                  [&](const std::string& l, const auto& g, double waited) {
+                    return engine_row(engine, l, prompts, tokens, g, end, waited);
+                  });
+    const double step_ms = rows[0].step_ms;
+
     const int32_t big_end = big_tok.require_token_id("<|im_end|>");
     const size_t width = 248320;  // the Qwen3.5 checkpoints' padded vocab_size
-    cold_and_warm(rows, "248k vocab, json_schema", schema_grammar, big_vocab,
+    const auto big_pre = cold_and_warm(rows, "248k vocab, json_schema", schema_grammar, big_vocab,
                   [&](const std::string& l, const auto& g, double waited) {
                     return walk_row(l, g, big_end, walks, tokens, width, 1, gap_ms, waited);
                   });
@@ -249,6 +439,18 @@ int main(int argc, char** argv) {
                   [&](const std::string& l, const auto& g, double waited) {
                     return walk_row(l, g, big_end, walks, tokens, width, 2, gap_ms, waited);
                   });
+
+    std::vector<BatchRow> batch;
+    if (batch_tokens > 0) {
+      EngineOptions bo = o;
+      bo.max_concurrency = 2, bo.max_context = 4096;
+      Engine batch_engine(a, c, bo);
+      const std::vector<int32_t> plain_prompt = tok.encode("Tell me a long story about the sea.");
+      batch_rows(batch, batch_engine, "ninfer-tiny's vocabulary", schema_grammar, tiny_vocab, tiny_pre, plain_prompt,
+                 prompts[0], batch_tokens, end);
+      batch_rows(batch, batch_engine, "248k vocabulary on ninfer-tiny's ids", schema_grammar, big_vocab, big_pre,
+                 plain_prompt, prompts[0], batch_tokens, end);
+    }
 
     fmt::print("model {} (vocab {}), {} threads, {} prompts × ≤ {} tokens; large vocabulary {} tokens ({} eligible, "
                "sorted in {:.0f} ms), logits rows of {}, {} ms idle between its tokens\n\n",
@@ -263,6 +465,22 @@ int main(int argc, char** argv) {
                  ms(r.first_output_ms), ms(r.worker_ms), r.tokens, r.walks, r.waits, r.misses,
                  r.step_ms > 0 ? fmt::format("{:.2f}", r.step_ms) : "–", r.mask_us,
                  step_ms > 0 ? 100.0 * r.mask_us / (1e3 * step_ms) : 0.0);
+    if (!batch.empty()) {
+      fmt::print("\nThe batch: a plain request running, then a request of the schema arriving beside it "
+                 "(max_concurrency 2, ≤ {} tokens, greedy, no output limit given to the grammar); the plain request's "
+                 "ms per token alone and while the schema's request ran; the 248k rows mask ninfer-tiny's {} ids with "
+                 "the 248k vocabulary's masks (its walks' real cost)\n\n",
+                 batch_tokens, c.vocab_size);
+      fmt::print("| case | plain request alone ms / token | beside the schema's request: mean | p90 | max | its "
+                 "tokens then | schema request's first token ms | its whole output ms | its tokens | steps passed "
+                 "over | vocabulary walks in steps |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+      const auto ms2 = [](double v) { return v >= 0 ? fmt::format("{:.2f}", v) : std::string("–"); };
+      for (const BatchRow& r : batch)
+        fmt::print("| {} | {} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} | {} | {} |\n", r.label, ms2(r.alone_ms),
+                   ms2(r.during_ms), ms2(r.during_p90_ms), ms2(r.during_max_ms),
+                   r.alone_ms >= 0 ? std::to_string(r.during_tokens) : "–", r.first_ms, r.output_ms, r.tokens,
+                   r.passed_over, r.walks);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ninfer-bench-constrain: %s\n", e.what());
     return 1;

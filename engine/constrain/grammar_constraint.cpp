@@ -41,6 +41,16 @@ void CompiledGrammar::prefetch(const StackSet& state) {
   else workers->add(weak_from_this(), /*first=*/true);
 }
 
+bool CompiledGrammar::ready(const StackSet& state) {
+  {
+    std::lock_guard lock(mu_);
+    if (!workers_ || workers_->threads() == 0) return true;
+  }
+  if (masks_.ready(state)) return true;
+  prefetch(state);
+  return false;
+}
+
 bool CompiledGrammar::precompute_step(const std::function<bool()>& cancelled) {
   PrecomputeStats st;
   {

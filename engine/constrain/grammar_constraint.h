@@ -23,7 +23,9 @@ namespace ninfer::constrain {
 // time in the order a sentence reaches them, then the rest (GrammarMasks::precompute_step). Requests use the grammar
 // at once: a mask the worker has walked comes from the cache, one it has not yet is walked by allowed() on the
 // engine thread, in that step (or waited for, when the worker is walking it just then). Masks are the same either way.
-// prefetch() puts a request's next state first in the worker's line, so that its walks overlap the model's step.
+// prefetch() puts a request's next state first in the worker's line, so that its walks overlap the model's step;
+// ready() tells the engine whether a state's mask still needs a walk, so that it can pass over that request for a step
+// (the rest of the batch goes on) while the worker walks it.
 class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
  public:
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab)
@@ -44,6 +46,10 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   // Asks the workers to walk what `state`'s mask needs before anything else (a request's next state); nothing when
   // precompute_async() was never called or the mask needs no walk. Cheap; called on the engine thread.
   void prefetch(const StackSet& state);
+  // Whether `state`'s mask can be made now without a vocabulary walk on the caller's thread. When not, and a worker
+  // thread serves this grammar, its walks are asked for first (prefetch()) and the answer is false; with no worker
+  // thread to ask (precompute_async() never called, a pool of none), true: the caller walks. Cheap; engine thread.
+  bool ready(const StackSet& state);
   // Whether the precomputation was asked for and has not ended.
   bool precomputing() const;
   // Waits up to `timeout` for the precomputation to end; returns !precomputing().
@@ -86,6 +92,8 @@ class GrammarConstraint final : public LogitConstraint {
   // (in bytes: one token covers at least one byte) and the end token still fit are allowed. Before the grammar starts
   // (reasoning), end tokens are ruled out, and near the limit the start token (</think>) is forced.
   void start(int64_t max_output_tokens) override { limit_ = max_output_tokens; }
+  // False while the next state's mask needs a vocabulary walk a worker can do (CompiledGrammar::ready).
+  bool ready() override { return !started_ || ended_ || grammar_->ready(state_); }
   void mask(std::span<float> logits) override;
   void accept(int32_t id) override;
 

@@ -16,6 +16,11 @@ class LogitConstraint {
   // Called once at submission: the most output tokens the request may produce (max_tokens, or what the context
   // leaves). A constraint may use it to end its output in time.
   virtual void start(int64_t max_output_tokens) { (void)max_output_tokens; }
+  // Whether the next mask() is cheap: false when it would first have to do long work on the calling thread (a
+  // grammar's vocabulary walk that its mask worker has not done yet). A constraint that says false has asked that
+  // work of its worker first, ahead of any other; the engine then passes over the request for the step when other
+  // requests can run (docs/constrained-decoding.md), and asks again at the next step. mask() works either way.
+  virtual bool ready() { return true; }
   virtual void mask(std::span<float> logits) = 0;
   // Throws Error(kInternal) for a token mask() ruled out (a forced token the constraint cannot take).
   virtual void accept(int32_t id) = 0;

@@ -52,12 +52,20 @@ size_t MaskWorkers::peak_busy() const {
   return peak_busy_;
 }
 
+void MaskWorkers::hold(bool held) {
+  {
+    std::lock_guard lock(mu_);
+    held_ = held;
+  }
+  wake_.notify_all();
+}
+
 void MaskWorkers::run(std::stop_token stop) {
   for (;;) {
     std::weak_ptr<CompiledGrammar> turn;
     {
       std::unique_lock lock(mu_);
-      if (!wake_.wait(lock, stop, [&] { return !queue_.empty(); })) return;  // stopped
+      if (!wake_.wait(lock, stop, [&] { return !held_ && !queue_.empty(); })) return;  // stopped
       turn = std::move(queue_.front());
       queue_.pop_front();
       ++busy_;

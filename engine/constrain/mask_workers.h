@@ -40,6 +40,8 @@ class MaskWorkers {
   // For tests: grammars queued or being walked, and the most turns ever run at once (never above threads()).
   size_t pending() const;
   size_t peak_busy() const;
+  // For tests: while held, no turn starts (one in progress ends as usual); grammars queue up as before.
+  void hold(bool held);
 
  private:
   void run(std::stop_token stop);
@@ -48,6 +50,7 @@ class MaskWorkers {
   std::condition_variable_any wake_;
   std::deque<std::weak_ptr<CompiledGrammar>> queue_;
   size_t busy_ = 0, peak_busy_ = 0;
+  bool held_ = false;
   std::vector<std::jthread> threads_;  // last: stopped and joined before the rest is destroyed
 };
 

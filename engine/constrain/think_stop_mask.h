@@ -18,6 +18,7 @@ class ThinkStopMask final : public LogitConstraint {
  public:
   ThinkStopMask(std::vector<int32_t> stop_ids, int32_t end_think, std::shared_ptr<LogitConstraint> inner);
   void start(int64_t max_output_tokens) override;
+  bool ready() override { return !inner_ || inner_->ready(); }
   void mask(std::span<float> logits) override;
   void accept(int32_t id) override;
   bool open() const { return open_; }

@@ -259,13 +259,25 @@ bool GrammarMasks::enumerate_step(PrecomputeStats& st, const std::function<bool(
   return false;
 }
 
+template <typename F>
+void GrammarMasks::for_each_unwalked(const StackSet& state, F&& f) {
+  if (states_.contains(state.data)) return;
+  state.for_each([&](std::span<const uint32_t> stack) {
+    if (!stack.empty() && !lookup(stack).mask) f(stack);
+  });
+}
+
+bool GrammarMasks::ready(const StackSet& state) {
+  std::lock_guard lock(mu_);
+  bool walked = true;
+  for_each_unwalked(state, [&](std::span<const uint32_t>) { walked = false; });
+  return walked;
+}
+
 bool GrammarMasks::want(const StackSet& state) {
   std::lock_guard lock(mu_);
-  if (states_.contains(state.data)) return false;
   bool queued = false;
-  state.for_each([&](std::span<const uint32_t> stack) {
-    if (stack.empty()) return;
-    if (lookup(stack).mask) return;
+  for_each_unwalked(state, [&](std::span<const uint32_t> stack) {
     std::vector<uint32_t> s(stack.begin(), stack.end());
     if (std::find(wanted_.begin(), wanted_.end(), s) != wanted_.end()) return;
     if (wanted_.size() >= kMaxWanted) wanted_.pop_front();

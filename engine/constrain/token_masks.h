@@ -100,7 +100,8 @@ struct PrecomputeStats {
 // waits for it); one the worker is walking at that moment is waited for instead of walked twice. The walks run
 // outside the lock, so allowed() and the worker never wait for each other's walks of different suffixes. want()
 // queues the masks a state will need for the worker to walk before anything else: a request's next state, asked for
-// as its token is accepted, is then walked while the model computes the next step.
+// as its token is accepted, is then walked while the model computes the next step. ready() says whether a state still
+// needs a walk (the engine passes over a request whose state does, while others run).
 class GrammarMasks {
  public:
   static constexpr size_t kMaxDependent = 2048;
@@ -128,6 +129,9 @@ class GrammarMasks {
   // first (after the passes are over too). Returns whether it queued any; cheap when the state's mask is cached.
   bool want(const StackSet& state);
   bool wanted() const;  // whether want() queued masks precompute_step() has not taken yet
+  // Whether allowed(state) needs no vocabulary walk: the state's mask is cached or every suffix mask it needs is
+  // walked (it then only merges bitsets and checks dependent tokens). Cheap; thread-safe.
+  bool ready(const StackSet& state);
 
   const TokenVocabulary& vocab() const { return vocab_; }
   const GrammarMatcher& matcher() const { return matcher_; }
@@ -153,6 +157,10 @@ class GrammarMasks {
     std::vector<uint32_t> missing;
   };
   Lookup lookup(std::span<const uint32_t> stack);
+  // Calls f(stack) for each stack of `state` whose suffix masks are not all walked (none when the state's mask is
+  // cached). mu_ held.
+  template <typename F>
+  void for_each_unwalked(const StackSet& state, F&& f);
   // Walks `key` with mu_ released meanwhile, unless it is walked already; waits instead while another thread walks it.
   // Returns whether this call walked it (false also when cancelled).
   bool walk(const std::vector<uint32_t>& key, std::unique_lock<std::mutex>& lock,

@@ -26,6 +26,7 @@ class TriggeredConstraint final : public LogitConstraint {
   // With an output limit the trigger is ruled out once a call opened by it could no longer be finished in time, and a
   // call that was opened ends in time (GrammarConstraint's rule).
   void start(int64_t max_output_tokens) override { limit_ = max_output_tokens; }
+  bool ready() override { return !inner_ || inner_->ready(); }  // free text needs no walk
   void mask(std::span<float> logits) override;
   void accept(int32_t id) override;
   bool triggered() const { return inner_ != nullptr; }

@@ -420,7 +420,7 @@ void Engine::step() {
     s.state_slot = state_->acquire();
     if (spec_) spec_->add(static_cast<SeqId>(s.id));
     if (prefix_) reuse_prefix(s);
-  });
+  }, [](Sequence& s) { return !s.request.constraint || s.request.constraint->ready(); });
   if (plan.empty()) {
     publish_stats();
     return;
@@ -562,6 +562,7 @@ void Engine::publish_stats() {
   stats_.running = static_cast<int64_t>(scheduler_->running().size());
   stats_.waiting = static_cast<int64_t>(scheduler_->waiting().size());
   stats_.kv_blocks_used = scheduler_->committed_blocks();
+  stats_.passed_over = scheduler_->passed_over();
   stats_.kv_blocks_allocated = runner_->kv().used_blocks();
   stats_.spec = spec_totals_;
   if (const StepGraphStats* g = model_->step_graph_stats()) stats_.step_graphs = *g;

@@ -94,6 +94,9 @@ struct EngineStats {
   int64_t kv_blocks_used = 0;   // committed to admitted sequences
   int64_t kv_blocks_allocated = 0;  // off the KV free list: held by sequences or the prefix cache
   int64_t kv_blocks_total = 0;
+  // Sequence-steps a request was passed over because its constraint's next mask was still being walked by a mask
+  // worker while other requests could run (docs/constrained-decoding.md).
+  int64_t passed_over = 0;
   SpecStats spec;               // speculative decoding totals since the engine started (all zero without a drafter)
   PrefixCacheStats prefix;      // all zero without prefix reuse
   StepGraphStats step_graphs;   // rank 0's op graphs (all zero with step_graphs off or unsupported)

@@ -65,8 +65,13 @@ class Scheduler {
   // slots and the KV budget allow, then plans one step: every decoding sequence's new tokens plus up to
   // prefill_chunk prompt tokens of prefilling sequences in admission order. `admit` is called for each
   // newly admitted sequence (to take its state slot).
-  template <typename AdmitFn>
-  std::vector<ScheduledChunk> schedule(AdmitFn&& admit);
+  //
+  // `ready(seq)` is asked for each sequence whose chunk ends in a sampled row (a decode, a prompt's last chunk): false
+  // when sampling it would first need long work that is being done elsewhere (its constraint's next mask, walked by a
+  // mask worker). Such a sequence is passed over for this step, keeping its place and its budget share, when another
+  // sequence runs in it; when none would, they are all planned (the step does the work itself: nothing else waits).
+  template <typename AdmitFn, typename ReadyFn>
+  std::vector<ScheduledChunk> schedule(AdmitFn&& admit, ReadyFn&& ready);
 
   // Removes a finished or cancelled sequence, returning it (its caches are the caller's to free).
   std::unique_ptr<Sequence> remove(RequestId id);
@@ -75,6 +80,7 @@ class Scheduler {
   const std::vector<std::unique_ptr<Sequence>>& running() const { return running_; }
   const std::deque<std::unique_ptr<Sequence>>& waiting() const { return waiting_; }
   int64_t committed_blocks() const { return committed_; }
+  int64_t passed_over() const { return passed_over_; }  // sequence-steps passed over since the start (`ready`)
   bool idle() const { return running_.empty() && waiting_.empty(); }
   int64_t blocks_for(int64_t tokens) const { return (tokens + limits_.block_size - 1) / limits_.block_size; }
 
@@ -83,10 +89,11 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   int64_t committed_ = 0;
+  int64_t passed_over_ = 0;
 };
 
-template <typename AdmitFn>
-std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit) {
+template <typename AdmitFn, typename ReadyFn>
+std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit, ReadyFn&& ready) {
   while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < limits_.max_concurrency &&
          static_cast<int32_t>(running_.size()) < limits_.state_slots) {
     Sequence& head = *waiting_.front();
@@ -98,9 +105,10 @@ std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit) {
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
-  std::vector<ScheduledChunk> plan;
+  std::vector<ScheduledChunk> plan, passed;
   int64_t budget = limits_.prefill_chunk;
   for (auto& s : running_) {
+    ScheduledChunk c{s.get(), s->computed, static_cast<int64_t>(s->tokens.size())};
     if (s->prefilling()) {
       if (budget <= 0) continue;
       int64_t n = std::min(budget, s->prompt_len - s->computed);
@@ -109,12 +117,14 @@ std::vector<ScheduledChunk> Scheduler::schedule(AdmitFn&& admit) {
           n = std::min(n, at - s->computed);
           break;
         }
-      plan.push_back({s.get(), s->computed, s->computed + n});
+      c.end = s->computed + n;
       budget -= n;
-    } else {
-      plan.push_back({s.get(), s->computed, static_cast<int64_t>(s->tokens.size())});
     }
+    if (c.end >= s->prompt_len && !ready(*s)) passed.push_back(c);  // it would sample, and its mask is not ready
+    else plan.push_back(c);
   }
+  if (plan.empty()) return passed;
+  passed_over_ += static_cast<int64_t>(passed.size());
   return plan;
 }
 

@@ -81,6 +81,23 @@ struct Constrained : ::testing::Test {
     return run_engine(*model, o, requests(gs, true));
   }
 
+  // A plain request (no constraint, no stop token): it runs to max_tokens, a batch companion that keeps stepping.
+  EngineRequest plain_request(int64_t max_tokens) const {
+    EngineRequest r;
+    r.prompt = random_prompt(9, static_cast<int32_t>(model->config.vocab_size), 99);
+    r.sampling.greedy = true;
+    r.max_tokens = max_tokens;
+    return r;
+  }
+
+  // Request i of a run alone.
+  static EngineRun only(const EngineRun& run, size_t i) {
+    EngineRun one;
+    one.tokens = {run.tokens[i]};
+    one.results = {run.results[i]};
+    return one;
+  }
+
   void expect_sentences(const EngineRun& run, const std::vector<std::shared_ptr<CompiledGrammar>>& gs) const {
     for (size_t i = 0; i < run.tokens.size(); ++i) {
       ASSERT_EQ(run.results[i].reason, FinishReason::kEos) << "request " << i << ": " << run.results[i].error;
@@ -375,6 +392,127 @@ TEST_F(Constrained, ARequestWhoseGrammarIsPrecomputingCanBeCancelled) {
   wc->wait(std::chrono::seconds(10));
   EXPECT_TRUE(wc->done);
   EXPECT_TRUE(g->precomputing());
+}
+
+// A Collector whose token count can be read while the engine runs.
+class CountingCollector : public Collector {
+ public:
+  void on_tokens(std::span<const OutputToken> t) override {
+    count += t.size();
+    Collector::on_tokens(t);
+  }
+  std::atomic<size_t> count{0};
+};
+
+// Requests of a new grammar whose mask worker is held (MaskWorkers::hold, a test hook) beside a plain request: they
+// are passed over (not one token for them, no vocabulary walk in the batch's steps) while the plain request keeps
+// stepping; once the worker goes on, it walks what they wait for and they are scheduled again. Every output is the
+// one of a fully precomputed grammar's run, token for token: greedy and seeded sampling (two choices over one grammar,
+// as n = 2 makes them), and greedy with a drafter (K = 3: the first verification row waits, the later ones may walk).
+TEST_F(Constrained, ARequestWaitingForItsMaskIsPassedOverAndTheBatchGoesOn) {
+  for (int32_t k : {0, 3}) {
+    EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+    ContractDrafter* drafter = nullptr;  // the last engine's (it owns it)
+    const auto with_drafter = [&] {
+      EngineOptions so = o;
+      if (k == 0) return so;
+      std::unique_ptr<ContractDrafter> owned = std::make_unique<RandomDrafter>(
+          FeatureSpec{{1}, true}, model->config.hidden_size, int32_t(model->config.vocab_size), 5);
+      so.drafter = hand_over(owned, drafter);
+      so.draft_tokens = k;
+      return so;
+    };
+    const auto make = [&](const std::shared_ptr<CompiledGrammar>& g) {
+      std::vector<EngineRequest> reqs{plain_request(200)};
+      for (EngineRequest& r : requests({g, g}, true)) reqs.push_back(std::move(r));
+      if (k == 0) reqs[2].sampling.greedy = false, reqs[2].sampling.temperature = 1.0f;  // drafts change samples
+      return reqs;
+    };
+    std::vector<std::shared_ptr<CompiledGrammar>> pre{grammars()[0]};
+    pre[0]->masks().precompute();
+    const EngineRun truth = run_engine(*model, with_drafter(), make(pre[0]));
+    expect_sentences(only(truth, 1), pre);  // the plain request's output is no sentence
+    expect_sentences(only(truth, 2), pre);
+
+    constrain::MaskWorkers workers(1);
+    workers.hold(true);
+    auto g = grammars()[0];
+    g->precompute_async("held", workers);
+    std::vector<std::shared_ptr<CountingCollector>> cs;
+    {
+      Engine engine(*model->artifact, model->config, with_drafter());
+      for (const EngineRequest& r : make(g)) {
+        cs.push_back(std::make_shared<CountingCollector>());
+        ASSERT_TRUE(engine.submit(r, cs.back()).accepted());
+      }
+      cs[0]->wait_tokens(40);
+      ASSERT_GE(cs[0]->count.load(), 40u);
+      ASSERT_FALSE(cs[0]->done);
+      EXPECT_EQ(cs[1]->count.load(), 0u) << "K=" << k;
+      EXPECT_EQ(cs[2]->count.load(), 0u) << "K=" << k;
+      EXPECT_EQ(g->masks().runtime_walks(), 0u) << "a vocabulary walk in the batch's step";
+      EXPECT_GE(engine.stats().passed_over, 2 * 10) << "both are passed over at every step (40 tokens: 10 steps or more)";
+      workers.hold(false);
+      for (auto& c : cs) c->wait();
+      if (drafter) EXPECT_EQ(drafter->violation, "");
+    }
+    for (size_t i = 0; i < cs.size(); ++i) {
+      EXPECT_EQ(cs[i]->result.reason, truth.results[i].reason) << "K=" << k << " request " << i;
+      EXPECT_EQ(cs[i]->tokens, truth.tokens[i]) << "K=" << k << " request " << i;
+    }
+  }
+}
+
+// With nothing else to run, a request whose mask is not walked does not wait for the worker: the step walks it, as
+// before (a request alone is not slowed down). Here the worker never runs: the new grammar's request is passed over
+// while a short plain request runs, then walks its masks in its own steps, and its output is unchanged.
+TEST_F(Constrained, ARequestWaitingForItsMaskRunsWhenNothingElseCan) {
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
+  std::vector<std::shared_ptr<CompiledGrammar>> pre{grammars()[0]};
+  pre[0]->masks().precompute();
+  const EngineRun truth = run_engine(*model, o, {plain_request(12), requests(pre, true)[0]});
+  constrain::MaskWorkers workers(1);
+  workers.hold(true);
+  std::vector<std::shared_ptr<CompiledGrammar>> gs{grammars()[0]};
+  gs[0]->precompute_async("held throughout", workers);
+  const EngineRun run = run_engine(*model, o, {plain_request(12), requests(gs, true)[0]});
+  EXPECT_EQ(run.tokens, truth.tokens);
+  expect_sentences(only(run, 1), gs);
+  EXPECT_GT(run.stats.passed_over, 0);
+  EXPECT_EQ(truth.stats.passed_over, 0);
+  EXPECT_GT(gs[0]->masks().runtime_walks(), 0u);
+  EXPECT_EQ(gs[0]->precompute_stats().walks, 0u) << "the held worker walked";
+  EXPECT_GE(run.results[1].timings.ttft_s, run.results[0].timings.total_s * 0.9)
+      << "its first token came before the plain request ended";
+}
+
+// A request passed over while it waits for its mask is cancelled like any other; the batch goes on.
+TEST_F(Constrained, ARequestWaitingForItsMaskCanBeCancelled) {
+  const EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 2, .threads = 2};
+  const EngineRun alone = run_engine(*model, o, {plain_request(120)});
+  constrain::MaskWorkers workers(1);
+  workers.hold(true);
+  auto g = grammars()[0];
+  g->precompute_async("held", workers);
+  auto plain = std::make_shared<CountingCollector>();
+  auto waiting = std::make_shared<CountingCollector>();
+  Engine engine(*model->artifact, model->config, o);
+  ASSERT_TRUE(engine.submit(plain_request(120), plain).accepted());
+  const SubmitOutcome w = engine.submit(requests({g}, true)[0], waiting);
+  ASSERT_TRUE(w.accepted());
+  plain->wait_tokens(10);
+  engine.cancel(w.id);
+  waiting->wait(std::chrono::seconds(10));
+  EXPECT_EQ(waiting->result.reason, FinishReason::kCancelled);
+  EXPECT_EQ(waiting->count.load(), 0u);
+  EXPECT_FALSE(plain->done) << "the plain request should still be running";
+  plain->wait();
+  EXPECT_EQ(plain->result.reason, FinishReason::kOutputLimit);
+  EXPECT_EQ(plain->tokens, alone.tokens[0]);
+  EXPECT_EQ(g->masks().runtime_walks(), 0u);
+  for (int i = 0; i < 1000 && engine.stats().running + engine.stats().waiting != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
 }
 
 }  // namespace

@@ -268,6 +268,48 @@ TEST(TokenMasks, AWantedStateIsWalkedFirst) {
   EXPECT_FALSE(cg->masks().want(state)) << "its mask is cached: nothing to walk";
 }
 
+// ready(): a state deep in a sentence of a new grammar needs walks; with a worker thread, asking puts them at the head
+// of its line (a held worker, released, walks them before either pass), and once walked the state is ready and its
+// mask needs no walk. Without a worker thread to ask, every state is "ready": the caller walks.
+TEST(TokenMasks, AStateNotReadyIsWalkedFirstByTheWorker) {
+  const auto vocab = synthetic_vocab();
+  const auto schema = ojson::parse(kSchemas[0]);
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(schema), vocab);
+  const GrammarMatcher& m = cg->masks().matcher();
+  StackSet state = m.start(), next;
+  for (char ch : std::string("{\"name\": \"ab")) {
+    ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
+    std::swap(state, next);
+  }
+  EXPECT_TRUE(cg->ready(state)) << "no worker: the caller walks";
+  EXPECT_FALSE(cg->masks().ready(state));
+  EXPECT_FALSE(cg->masks().wanted()) << "nobody to ask";
+  MaskWorkers idle(0);
+  cg->precompute_async("no thread", idle);
+  EXPECT_TRUE(cg->ready(state)) << "a pool of no thread: the caller walks";
+
+  auto held = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(schema), vocab);
+  MaskWorkers workers(1);
+  workers.hold(true);
+  held->precompute_async("held", workers);
+  EXPECT_FALSE(held->ready(state));
+  EXPECT_TRUE(held->masks().wanted());
+  EXPECT_EQ(workers.pending(), 1u);
+  // The worker's turns, run here while it is held (one caller at a time): the wanted walks come first.
+  while (held->masks().wanted()) ASSERT_TRUE(held->precompute_step({}));
+  const PrecomputeStats st = held->precompute_stats();
+  EXPECT_GT(st.prefetch_walks, 0u);
+  EXPECT_EQ(st.walks, st.prefetch_walks) << "a pass went first";
+  EXPECT_TRUE(held->ready(state));
+  workers.hold(false);
+  TokenBits got;
+  held->masks().allowed(state, got);
+  EXPECT_EQ(held->masks().runtime_walks(), 0u);
+  EXPECT_EQ(got.words, brute(*vocab, m, state, kEnd).words);
+  held.reset();  // the worker drops it at its next turn
+  EXPECT_TRUE(turns_end(workers));
+}
+
 // A pool of two workers serves eight grammars: never more than two walks at once, every grammar done.
 TEST(TokenMasks, TheWorkerPoolIsBounded) {
   const auto vocab = synthetic_vocab();
