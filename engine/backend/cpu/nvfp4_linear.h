@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend/cpu/aligned_vector.h"
 #include "engine/backend/tensor.h"
 
 namespace ninfer::cpu {
@@ -71,7 +72,8 @@ constexpr int64_t kNvfp4PrefetchAhead = 8192;
 // offset corrections, 12 · Σ of the 8 values of each half block h (elements
 // 8h..8h+7).
 struct Nvfp4A4Rows {
-  std::vector<uint8_t> storage;
+  AlignedVector<uint8_t> storage; // row r at r · row_bytes, a multiple of 64:
+                                  // every row starts on a cache line
   int64_t K = 0, row_bytes = 0, blocked = 0;
   const uint8_t *row(int64_t r) const { return storage.data() + r * row_bytes; }
   const uint8_t *mag_lo(int64_t r) const { return row(r); }

@@ -134,7 +134,7 @@ void nvfp4_size_a4(int64_t M, int64_t K, Nvfp4A4Rows& out) {
   // mag/sgn (2K bytes), K/8 + 1 floats, raw codes K/2 and scales K/16; rounded to 64 bytes.
   out.blocked = (2 * K + 4 * (K / 8 + 1) + K / 2 + K / 16 + 63) / 64 * 64;
   out.row_bytes = out.blocked + (K / 2 + K / 2 + 4 * (K / 8) + 63) / 64 * 64;  // + s8 values, int32 corrections
-  const size_t need = static_cast<size_t>(M * out.row_bytes + 64);
+  const size_t need = static_cast<size_t>(M * out.row_bytes);
   if (out.storage.size() < need) out.storage.resize(need);
 }
 
