@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ninfer vs llama.cpp on the same synthetic model, same threads, one run: ninfer NVFP4 (W4A4, W4A16) and bf16 against
-# llama.cpp Q4_0 and bf16. Two modes: whole-model decode (the default), and prompt processing (--prefill). This
+# llama.cpp Q4_0 and bf16; for decode also each one's small-head format (ninfer W4A4 with an nvfp4 lm_head, llama.cpp's
+# default Q4_0 with its Q6_K output tensor). Two modes: whole-model decode (the default), and prompt processing (--prefill). This
 # script owns the comparison and the llama.cpp build it needs: llama.cpp is never part of the project; the user names
 # a checkout (source tree) and, when it has no build yet, the script builds it there (CMake, CPU only, into
 # LLAMA_CPP/build). The numbers of docs/benchmarks.md were measured with llama.cpp 0c1e57098.
@@ -84,10 +85,16 @@ fi
 lbench() { "$bin/llama-bench" "$@" | grep -E '^\| (qwen|model)' | grep -v '^| model' || true; }
 
 if [ "$prefill" = 0 ]; then
-  echo "== llama.cpp (llama-bench tg$N, $T threads; $llama)"
-  for m in q4_0 bf16; do lbench -m "$DIR/model-$m.gguf" -t "$T" -p 0 -n "$N" -r 3; done
+  # llama.cpp's default Q4_0 (the output tensor as Q6_K, the embedding as Q4_0) against ninfer's W4A4 with an nvfp4
+  # lm_head (ninfer-pack --quant-lm-head nvfp4): each engine's own small-head format.
+  if [ ! -f "$DIR/model-q4_0-default.gguf" ]; then
+    "$bin/llama-quantize" "$DIR/model-bf16.gguf" "$DIR/model-q4_0-default.gguf" Q4_0 "$T" >/dev/null 2>&1
+  fi
+  echo "== llama.cpp (llama-bench tg$N, $T threads; $llama): q4_0 (bf16 head), q4_0-default (Q6_K head), bf16"
+  for m in q4_0 q4_0-default bf16; do lbench -m "$DIR/model-$m.gguf" -t "$T" -p 0 -n "$N" -r 3; done
   echo "== ninfer (ninfer-bench-decode, $T threads)"
-  "$decode" --dir "$DIR" --shape "$shape" --threads "$T" --tokens "$N" --prompt 64 --batch 8 2>/dev/null
+  "$decode" --dir "$DIR" --shape "$shape" --threads "$T" --tokens "$N" --prompt 64 --batch 8 \
+    --variants bf16,w4a4,w4a16,w4a4-head 2>/dev/null
   exit 0
 fi
 
