@@ -128,7 +128,7 @@ TEST_F(Constrained, GreedyOutputsAreSentencesAndDraftersChangeNothing) {
   for (int32_t k : {1, 3}) {
     for (bool oracle : {false, true}) {
       EngineOptions so = o;
-      ContractDrafter* d = nullptr;
+      std::shared_ptr<ContractDrafter> d;
       std::unique_ptr<ContractDrafter> owned;
       const FeatureSpec features{{1}, true};
       if (oracle) owned = std::make_unique<OracleDrafter>(features, model->config.hidden_size, int32_t(model->config.vocab_size), truth, 0);
@@ -412,7 +412,7 @@ class CountingCollector : public Collector {
 TEST_F(Constrained, ARequestWaitingForItsMaskIsPassedOverAndTheBatchGoesOn) {
   for (int32_t k : {0, 3}) {
     EngineOptions o{.max_context = 256, .prefill_chunk = 64, .max_concurrency = 3, .threads = 2};
-    ContractDrafter* drafter = nullptr;  // the last engine's (it owns it)
+    std::shared_ptr<ContractDrafter> drafter;  // the last engine's
     const auto with_drafter = [&] {
       EngineOptions so = o;
       if (k == 0) return so;
@@ -454,7 +454,9 @@ TEST_F(Constrained, ARequestWaitingForItsMaskIsPassedOverAndTheBatchGoesOn) {
       EXPECT_GE(engine.stats().passed_over, 2 * 10) << "both are passed over at every step (40 tokens: 10 steps or more)";
       workers.hold(false);
       for (auto& c : cs) c->wait();
-      if (drafter) EXPECT_EQ(drafter->violation, "");
+      if (drafter) {
+        EXPECT_EQ(drafter->violation, "");
+      }
     }
     for (size_t i = 0; i < cs.size(); ++i) {
       EXPECT_EQ(cs[i]->result.reason, truth.results[i].reason) << "K=" << k << " request " << i;

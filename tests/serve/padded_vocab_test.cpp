@@ -131,7 +131,7 @@ TEST(PaddedVocab, SpeculativeVerificationNeverCommitsAMaskedDraft) {
   Tiny m;
   const std::vector<uint8_t> ok = allowed(m.config.vocab_size);
   std::unique_ptr<ContractDrafter> d = std::make_unique<MaskedDrafter>(m.config.hidden_size, kValid + 5);
-  ContractDrafter* keep = nullptr;
+  std::shared_ptr<ContractDrafter> keep;
   EngineOptions o = options(ok);
   o.drafter = hand_over(d, keep);
   o.draft_tokens = 3;

@@ -37,7 +37,7 @@ struct SpecErrors : ::testing::Test {
     return o;
   }
   ReferenceModel m;
-  ContractDrafter* drafter = nullptr;
+  std::shared_ptr<ContractDrafter> drafter;
 };
 
 TEST_F(SpecErrors, DraftTokensOutsideTheDraftersRangeAreRefused) {

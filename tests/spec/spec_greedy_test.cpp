@@ -12,7 +12,7 @@ enum class Kind { kRandom, kOracle, kMostlyRight };
 const char* kind_name(Kind k) { return k == Kind::kRandom ? "random" : k == Kind::kOracle ? "oracle" : "mostly-right"; }
 
 struct Spec {
-  ContractDrafter* drafter = nullptr;
+  std::shared_ptr<ContractDrafter> drafter;
   EngineRun run;
 };
 
@@ -115,7 +115,7 @@ TEST_F(TinyGreedy, FeaturesOfCommittedRowsDoNotDependOnTheDrafts) {
   auto run_keeper = [&](int wrong_every, int32_t k) {
     Kept kept;
     auto d = std::make_unique<Keeper>(kept, truth, wrong_every, model->config);
-    Keeper* keep = nullptr;
+    std::shared_ptr<Keeper> keep;
     EngineOptions oo = o;
     oo.drafter = hand_over(d, keep);
     oo.draft_tokens = k;

@@ -37,7 +37,7 @@ TEST(SpecSampling, FirstTokensFollowTheSameDistributionWithAndWithoutDrafts) {
   const EngineRun plain = run_engine(m, o, requests(1));
   std::unique_ptr<ContractDrafter> d = std::make_unique<OracleDrafter>(FeatureSpec{}, m.config.hidden_size,
                                                                        int32_t(m.config.vocab_size), truth);
-  ContractDrafter* keep = nullptr;
+  std::shared_ptr<ContractDrafter> keep;
   EngineOptions so = o;
   so.drafter = hand_over(d, keep);
   so.draft_tokens = 3;

@@ -131,12 +131,32 @@ class OracleDrafter : public ContractDrafter {
   int wrong_every_;
 };
 
-// A DrafterFactory building `drafter` (once), keeping the test's raw pointer valid for the engine's lifetime.
+// Forwards every call to a drafter the test shares: the engine destroys this, not the drafter, so the test can
+// still read what it saw after the engine is gone.
+class SharedDrafter final : public Drafter {
+ public:
+  explicit SharedDrafter(std::shared_ptr<Drafter> d) : d_(std::move(d)) {}
+  const FeatureSpec& features() const override { return d_->features(); }
+  int32_t max_draft_tokens() const override { return d_->max_draft_tokens(); }
+  void add_sequence(SeqId seq) override { d_->add_sequence(seq); }
+  void release(SeqId seq) override { d_->release(seq); }
+  void observe(std::span<const DraftRows> rows) override { d_->observe(rows); }
+  void propose(std::span<const SeqId> seqs, int32_t k, std::span<int32_t> drafts) override { d_->propose(seqs, k, drafts); }
+  uint64_t cache_bytes() const override { return d_->cache_bytes(); }
+
+ private:
+  std::shared_ptr<Drafter> d_;
+};
+
+// A DrafterFactory handing `drafter` to one engine; the test keeps its own reference (`keep`), valid after the
+// engine is destroyed.
 template <typename D>
-DrafterFactory hand_over(std::unique_ptr<D>& drafter, D*& keep) {
-  keep = drafter.get();
-  auto shared = std::make_shared<std::unique_ptr<D>>(std::move(drafter));
-  return [shared](WeightStore&, const DrafterLimits&) -> std::unique_ptr<Drafter> { return std::move(*shared); };
+DrafterFactory hand_over(std::unique_ptr<D>& drafter, std::shared_ptr<D>& keep) {
+  keep = std::shared_ptr<D>(std::move(drafter));
+  std::shared_ptr<Drafter> shared = keep;
+  return [shared](WeightStore&, const DrafterLimits&) -> std::unique_ptr<Drafter> {
+    return std::make_unique<SharedDrafter>(shared);
+  };
 }
 
 }  // namespace ninfer::testing
