@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -367,6 +368,45 @@ void maxlength_sweep(const std::string& vocab_label, const constrain::TokenVocab
   }
 }
 
+// What ending in time costs (GrammarConstraint::keep_in_time): random constrained outputs over the 248k vocabulary
+// with an output limit of `limit` tokens given to the constraint (start()), the grammar precomputed so that no walk
+// is timed; the mask time of each token, split into the tokens inside the completion window (where the check runs:
+// every allowed token's shortest completion) and the others. The same outputs' rows without a limit are the
+// baseline.
+void keep_in_time_rows(const std::string& label, const std::shared_ptr<constrain::CompiledGrammar>& g, int32_t end_id,
+                       int outputs, int limit, size_t width) {
+  for (bool limited : {false, true}) {
+    std::mt19937 rng(7);
+    std::vector<float> logits(width);
+    std::vector<double> us;
+    int64_t ended = 0;
+    for (int o = 0; o < outputs; ++o) {
+      constrain::GrammarConstraint c(g, {{end_id}, {}});
+      if (limited) c.start(limit);
+      for (int t = 0; t < limit; ++t) {
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        const auto t0 = Clock::now();
+        c.mask(logits);
+        us.push_back(1e6 * std::chrono::duration<double>(Clock::now() - t0).count());
+        std::vector<int32_t> ids;
+        for (size_t id = 0; id < logits.size(); ++id)
+          if (logits[id] == 0.0f) ids.push_back(static_cast<int32_t>(id));
+        const int32_t pick = ids[rng() % ids.size()];  // uniform: long tokens too, the check's worst case
+        c.accept(pick);
+        if (pick == end_id) {
+          ++ended;
+          break;
+        }
+      }
+    }
+    std::vector<double> sorted = us;
+    std::sort(sorted.begin(), sorted.end());
+    const double mean = std::accumulate(us.begin(), us.end(), 0.0) / static_cast<double>(us.size());
+    fmt::print("| {} | {} | {} | {}/{} | {:.0f} | {:.0f} | {:.0f} |\n", label, limited ? std::to_string(limit) : "none",
+               us.size(), ended, outputs, mean, sorted[sorted.size() * 9 / 10], sorted.back());
+  }
+}
+
 }  // namespace
 }  // namespace ninfer
 
@@ -388,6 +428,9 @@ int main(int argc, char** argv) {
   bool sweep = false;
   app.add_flag("--maxlength-sweep", sweep, "only the whole precomputation of strings of maxLength 4..48 and of the "
                                            "schema with and without maxLength, on both vocabularies (about a minute)");
+  int keep_limit = 0;
+  app.add_option("--keep-in-time", keep_limit, "only the cost of ending in time: random outputs over the 248k "
+                                               "vocabulary with this output limit, against no limit");
   app.add_option("--batch-tokens", batch_tokens, "the batch rows' schema request: max output tokens (0: no batch "
                                                  "rows)");
   CLI11_PARSE(app, argc, argv);
@@ -418,6 +461,16 @@ int main(int argc, char** argv) {
       fmt::print("| vocabulary | schema | walks | positions | precompute ms |\n|---|---|---|---|---|\n");
       maxlength_sweep(fmt::format("ninfer-tiny's ({})", tiny_vocab->sorted().size()), *tiny_vocab);
       maxlength_sweep(fmt::format("248k ({})", big_vocab->sorted().size()), *big_vocab);
+      return 0;
+    }
+    if (keep_limit > 0) {
+      const int32_t big_end = big_tok.require_token_id("<|im_end|>");
+      fmt::print("| grammar (248k vocabulary, precomputed) | output limit | masks | outputs ended | mean µs | p90 µs | "
+                 "max µs |\n|---|---|---|---|---|---|---|\n");
+      for (const auto& [label, grammar] : {std::pair{"json_schema", &schema_grammar}, std::pair{"json_object", &object_grammar}}) {
+        auto [pre, waited] = prepare(*grammar, big_vocab, Cold::kWaitForWorker);
+        keep_in_time_rows(label, pre, big_end, walks, keep_limit, 248320);
+      }
       return 0;
     }
     engine_row(engine, "warm-up", prompts, 8, nullptr, end);

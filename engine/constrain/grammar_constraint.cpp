@@ -120,8 +120,9 @@ const TokenBits& GrammarConstraint::allowed() {
 }
 
 // Near the output limit: a token t is kept when the bytes that still complete the sentence after it fit the tokens
-// left after it, less one for the end token (shortest(t) ≤ left − 2). Far from the limit (more than completion_window() tokens
-// beyond the shortest completion) nothing is checked (completion_window).
+// left after it, less one for the end token (shortest(t) ≤ left − 2). Far from the limit (more than completion_window()
+// tokens beyond the shortest completion) nothing is checked. The costs of a state's tokens come from the grammar's
+// CompletionCosts (one sorted vocabulary walk per state, kept for a string's state met token after token).
 void GrammarConstraint::keep_in_time() {
   if (limit_ <= 0) return;
   const int64_t left = limit_ - produced_;  // this token included
@@ -129,29 +130,17 @@ void GrammarConstraint::keep_in_time() {
     std::fill(allowed_.words.begin(), allowed_.words.end(), 0);
     return;
   }
-  const GrammarMatcher& m = grammar_->masks().matcher();
-  const int64_t now = m.shortest_completion(state_);
+  const int64_t now = grammar_->masks().matcher().shortest_completion(state_);
   if (left - 2 >= now + completion_window(*grammar_)) return;  // far from the limit: no check
-  const TokenVocabulary& vocab = grammar_->vocab();
-  std::vector<std::pair<int32_t, uint32_t>> kept;  // token, shortest completion after it
-  uint32_t best = state_.complete() ? 0 : GrammarMatcher::kUnreachable;  // ending now is an option (end tokens)
-  for (size_t w = 0; w < allowed_.words.size(); ++w)
-    for (uint64_t bits = allowed_.words[w]; bits != 0; bits &= bits - 1) {
-      const int32_t id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
-      next_ = state_;
-      for (char c : vocab.bytes(id)) {
-        m.advance(next_, static_cast<uint8_t>(c), scratch_);
-        std::swap(next_, scratch_);
-      }
-      const uint32_t after = m.shortest_completion(next_);
-      best = std::min(best, after);
-      kept.emplace_back(id, after);
-    }
+  const auto costs = grammar_->completion_costs().of(state_, allowed_);
+  const auto& by_cost = costs->by_cost;
+  // Ending now is an option where the state is complete (end tokens, added by the caller).
+  int64_t best = state_.complete() ? 0 : GrammarMatcher::kUnreachable;
+  if (!by_cost.empty()) best = std::min<int64_t>(best, by_cost.front().first);
   // Keep what fits; when nothing does (the limit came too early), the tokens that come closest.
   const int64_t fits = std::max<int64_t>(left - 2, best);
-  std::fill(allowed_.words.begin(), allowed_.words.end(), 0);
-  for (const auto& [id, after] : kept)
-    if (static_cast<int64_t>(after) <= fits) allowed_.set(id);
+  for (auto it = by_cost.rbegin(); it != by_cost.rend() && static_cast<int64_t>(it->first) > fits; ++it)
+    allowed_.words[static_cast<size_t>(it->second) >> 6] &= ~(uint64_t{1} << (it->second & 63));
 }
 
 int64_t completion_window(CompiledGrammar& grammar) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/constrain/completion_costs.h"
 #include "engine/constrain/logit_constraint.h"
 #include "engine/constrain/mask_workers.h"
 #include "engine/constrain/token_masks.h"
@@ -29,13 +30,18 @@ namespace ninfer::constrain {
 class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
  public:
   CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab)
-      : grammar_(std::move(grammar)), vocab_(std::move(vocab)), masks_(grammar_, *vocab_) {}
+      : grammar_(std::move(grammar)),
+        vocab_(std::move(vocab)),
+        masks_(grammar_, *vocab_),
+        completion_costs_(masks_.matcher(), *vocab_) {}
   CompiledGrammar(const CompiledGrammar&) = delete;
   CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
   const Grammar& grammar() const { return grammar_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
   GrammarMasks& masks() { return masks_; }
+  // What each allowed token leaves to complete, per state (ending in time near an output limit).
+  CompletionCosts& completion_costs() { return completion_costs_; }
 
   // Queues the grammar on `workers` (once; later calls do nothing). The grammar must be owned by a shared_ptr; the
   // workers hold it by weak reference, and must outlive it (prefetch() reaches them). `name` labels its log lines.
@@ -61,6 +67,7 @@ class CompiledGrammar : public std::enable_shared_from_this<CompiledGrammar> {
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   GrammarMasks masks_;
+  CompletionCosts completion_costs_;
   mutable std::mutex mu_;
   mutable std::condition_variable ended_;
   bool started_ = false, precomputing_ = false;  // guarded by mu_
@@ -112,7 +119,7 @@ class GrammarConstraint final : public LogitConstraint {
   int64_t produced_ = 0;  // output tokens so far (reasoning included)
   void keep_in_time();
   void mask_before_start(std::span<float> logits);
-  StackSet state_, next_, scratch_;
+  StackSet state_, next_;
   TokenBits allowed_;
 };
 

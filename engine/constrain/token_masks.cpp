@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "engine/constrain/sorted_walk.h"
 #include "engine/core/error.h"
 
 namespace ninfer::constrain {
@@ -426,31 +427,10 @@ void GrammarMasks::build(const StackSet& state, TokenBits& out, std::unique_lock
 }
 
 void GrammarMasks::check_sorted(const StackSet& from, const std::vector<int32_t>& ids, TokenBits& out) const {
-  thread_local std::vector<StackSet> ds;  // ds[d]: the stacks after the first d bytes of the last token checked
-  ds.resize(std::max<size_t>(ds.size(), 1));
-  ds[0] = from;
-  const std::string* prev = nullptr;
-  size_t good = 0;  // ds[0..good] are valid for prev's prefix
-  for (int32_t id : ids) {
-    if (out.test(id)) continue;  // another stack accepts it already
-    const std::string& t = vocab_.bytes(id);
-    size_t k = 0;
-    if (prev) {
-      const size_t n = std::min({good, t.size(), prev->size()});
-      while (k < n && (*prev)[k] == t[k]) ++k;
-    }
-    bool ok = true;
-    for (; k < t.size(); ++k) {
-      if (ds.size() < k + 2) ds.resize(k + 2);
-      if (!matcher_.advance(ds[k], static_cast<uint8_t>(t[k]), ds[k + 1])) {
-        ok = false;
-        break;
-      }
-    }
-    prev = &t;
-    good = k;
-    if (ok) out.set(id);
-  }
+  thread_local SortedWalk walk;
+  walk.start(matcher_, vocab_, from);
+  for (int32_t id : ids)
+    if (!out.test(id) && walk.after(id)) out.set(id);  // skipped when another stack accepts it already
 }
 
 void GrammarMasks::allowed(const StackSet& state, TokenBits& out) {

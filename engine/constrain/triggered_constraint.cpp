@@ -31,7 +31,7 @@ void TriggeredConstraint::accept(int32_t id) {
     return;
   }
   if (id != options_.trigger) return;
-  inner_ = std::make_unique<GrammarConstraint>(grammar_, GrammarConstraintOptions{.end_ids = options_.end_ids});
+  inner_ = std::make_unique<GrammarConstraint>(grammar_, GrammarConstraintOptions{.end_ids = options_.end_ids, .start_after = std::nullopt});
   if (limit_ > 0) inner_->start(limit_ - (produced_ - 1));  // what is left, the trigger included
   inner_->accept(id);
 }
