@@ -55,7 +55,7 @@ SubmitResult submit_result(const SubmitOutcome& o, int64_t prompt_tokens) {
 EngineLoad engine_load(const Engine& engine) {
   EngineStats s = engine.stats();
   return {s.waiting, s.running, s.kv_blocks_used, s.kv_blocks_total, s.prefix.nodes, s.prefix.snapshots,
-          s.kv_blocks_allocated};
+          s.kv_blocks_allocated, s.passed_over};
 }
 
 }  // namespace ninfer::server

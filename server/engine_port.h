@@ -256,6 +256,8 @@ struct EngineLoad {
   int64_t prefix_cached_blocks = 0;  // KV blocks the prefix cache holds (shared with running sequences or idle)
   int64_t prefix_snapshots = 0;      // GDN state snapshots the prefix cache holds
   int64_t kv_blocks_allocated = 0;   // off the KV free list (sequences and the prefix cache); at rest = cached
+  // Sequence-steps a constrained request was passed over while a mask worker walked its next mask (since the start).
+  int64_t passed_over = 0;
 };
 
 class EnginePort {

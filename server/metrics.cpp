@@ -189,6 +189,9 @@ std::string ServerMetrics::render(const std::string& model_name, const EngineLoa
            static_cast<double>(load.prefix_cached_blocks));
   w.scalar("ninfer:prefix_cache_snapshots", "gauge", "GDN state snapshots the prefix cache holds.",
            static_cast<double>(load.prefix_snapshots));
+  w.scalar("ninfer:constrained_steps_passed_over_total", "counter",
+           "Steps a structured-output request sat out while a mask worker walked its next token mask.",
+           static_cast<double>(load.passed_over));
   w.scalar("ninfer:http_requests_in_flight", "gauge", "Generation requests the HTTP layer is serving.",
            static_cast<double>(in_flight));
   w.scalar("vllm:spec_decode_num_drafts_total", "counter", "Speculative drafting steps.",

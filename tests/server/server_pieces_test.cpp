@@ -185,7 +185,7 @@ TEST(Metrics, PrometheusTextWithVllmNames) {
   m.record_http_status(200);
   m.record_http_status(429);
   m.record_rejected();
-  EngineLoad load{3, 2, 25, 100, 40, 6};
+  EngineLoad load{3, 2, 25, 100, 40, 6, 30, 17};
   std::string t = m.render("qw\"en", load, 5);
   const std::string ml = "model_name=\"qw\\\"en\"";
   EXPECT_EQ(sample_value(t, "vllm:request_success_total{finished_reason=\"stop\"," + ml + "}"), 1);
@@ -204,6 +204,8 @@ TEST(Metrics, PrometheusTextWithVllmNames) {
   EXPECT_EQ(sample_value(t, "vllm:num_requests_waiting{" + ml + "}"), 3);
   EXPECT_EQ(sample_value(t, "ninfer:prefix_cache_blocks{" + ml + "}"), 40);
   EXPECT_EQ(sample_value(t, "ninfer:prefix_cache_snapshots{" + ml + "}"), 6);
+  EXPECT_EQ(sample_value(t, "ninfer:kv_blocks_allocated{" + ml + "}"), 30);
+  EXPECT_EQ(sample_value(t, "ninfer:constrained_steps_passed_over_total{" + ml + "}"), 17);
   EXPECT_EQ(sample_value(t, "vllm:num_requests_running{" + ml + "}"), 2);
   EXPECT_DOUBLE_EQ(sample_value(t, "vllm:kv_cache_usage_perc{" + ml + "}"), 0.25);
   EXPECT_EQ(sample_value(t, "ninfer:kv_blocks_used{" + ml + "}"), 25);
