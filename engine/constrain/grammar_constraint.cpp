@@ -187,7 +187,20 @@ bool apply_token_mask(const TokenBits& allowed, std::span<float> logits) {
       std::fill(x + base, x + base + len, kMasked);
       continue;
     }
-    for (size_t i = 0; i < len; ++i) x[base + i] = ((bits >> i) & 1) ? x[base + i] : kMasked;
+    // A mixed word: writes for the fewer of its two kinds. Mostly allowed: mask the ruled-out ids one by one; mostly
+    // ruled out: keep the allowed values aside, fill, put them back.
+    const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
+    const uint64_t out = ~bits & valid;
+    if (std::popcount(out) <= 32) {
+      for (uint64_t z = out; z != 0; z &= z - 1) x[base + static_cast<size_t>(std::countr_zero(z))] = kMasked;
+      continue;
+    }
+    float kept[64];
+    int n = 0;
+    for (uint64_t b = bits & valid; b != 0; b &= b - 1) kept[n++] = x[base + static_cast<size_t>(std::countr_zero(b))];
+    std::fill(x + base, x + base + len, kMasked);
+    n = 0;
+    for (uint64_t b = bits & valid; b != 0; b &= b - 1) x[base + static_cast<size_t>(std::countr_zero(b))] = kept[n++];
   }
   if (words * 64 < n) std::fill(x + words * 64, x + n, kMasked);  // ids past the tokenizer's
   return any != 0;

@@ -455,11 +455,11 @@ TEST(TokenMasks, QwenVocabularyPrecomputedMatchesBruteForce) {
 // The vectorised pass against the plain rule on every kind of word (none, all, some allowed) and a padded row.
 TEST(GrammarConstraint, ApplyTokenMaskSetsExactlyTheRuledOutLogits) {
   std::mt19937 rng(8);
-  for (size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}}) {
+  for (size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{5000}}) {
     TokenBits allowed(n);
     for (size_t id = 0; id < n; ++id) {
       const size_t word = id / 64;
-      if (word % 3 == 1 || (word % 3 == 2 && rng() % 2)) allowed.set(static_cast<int32_t>(id));
+      if (word % 3 == 1 || (word % 3 == 2 && rng() % 8 < 1 + word % 7)) allowed.set(static_cast<int32_t>(id));  // 1/8..7/8
     }
     std::vector<float> logits(n + 70);
     for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i) * 0.5f;
