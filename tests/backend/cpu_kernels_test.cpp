@@ -1,7 +1,8 @@
 // The CPU kernel table's small row-major product gemm_nn (the chunked delta rule's and attention's building block):
 // every variant against a double-precision reference on odd shapes (column tails of 1..7, rows not a multiple of the
 // 6-row tile, strided operands, accumulate or overwrite), and nothing written outside the output block. exp_shift
-// (attention's softmax step) against std::exp: values, sum, underflow and NaN.
+// (attention's softmax step) against std::exp: values, sum, underflow and NaN. transpose_to_f32 (attention's Kᵀ)
+// exactly, on every K dtype, with edges on both sides of the 8 x 8 tile.
 #include <cmath>
 #include <limits>
 #include <random>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/backend/cpu/kernels.h"
+#include "engine/core/half.h"
 
 namespace ninfer::cpu {
 namespace {
@@ -115,6 +117,31 @@ TEST(CpuKernels, SiluMulMatchesTheFormula) {
     EXPECT_TRUE(std::isnan(out[9])) << kr->name;
     EXPECT_FLOAT_EQ(out[0], 1.0f / (1.0f + std::exp(-1.0f))) << kr->name;
   }
+}
+
+TEST(CpuKernels, TransposeToF32IsExactAndStaysInItsBlock) {
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (const Kernels* k : variants())
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (int64_t rows : {1, 7, 8, 16, 19})
+        for (int64_t cols : {1, 8, 13, 128}) {
+          const int64_t ss = cols + 3, ds = rows + 5;
+          std::vector<float> f(static_cast<size_t>(rows * ss));
+          std::vector<uint16_t> h(f.size());
+          for (size_t i = 0; i < f.size(); ++i) {
+            f[i] = u(rng);
+            h[i] = dt == DType::kBF16 ? f32_to_bf16(f[i]) : f32_to_f16(f[i]);
+            if (dt != DType::kF32) f[i] = dt == DType::kBF16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
+          }
+          std::vector<float> d(static_cast<size_t>(cols * ds), -7.0f);
+          k->transpose_to_f32(dt == DType::kF32 ? static_cast<const void*>(f.data()) : h.data(), dt, ss, rows, cols,
+                              d.data(), ds);
+          for (int64_t c = 0; c < cols; ++c)
+            for (int64_t r = 0; r < ds; ++r)
+              ASSERT_EQ(d[static_cast<size_t>(c * ds + r)], r < rows ? f[static_cast<size_t>(r * ss + c)] : -7.0f)
+                  << k->name << " " << dtype_name(dt) << " " << rows << " x " << cols << " (" << r << ", " << c << ")";
+        }
 }
 
 }  // namespace

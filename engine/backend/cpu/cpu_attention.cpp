@@ -1,5 +1,5 @@
 // Paged-KV attention of the CPU backend: cache writes (f32/bf16/f16 converted, i8 quantized per token and kv head)
-// and causal GQA softmax attention (online softmax per block; i8 codes read in place).
+// and causal GQA softmax attention (online softmax per block: S = Q·Kᵀ and P·V by gemm_nn; i8 codes read in place).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,7 +20,7 @@ const Int8KvKernels& int8_kernels_for(const Kernels* k) {
   return int8_kv_scalar_kernels();
 }
 
-constexpr int64_t kRowsPerTask = 16;
+constexpr int64_t kRowsPerTask = 64;
 
 }  // namespace
 
@@ -87,8 +87,8 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
     const int64_t last_pos = base_pos + r1 - 1;  // the last row attends to [0, last_pos]
     const int64_t nacc = nr * G;
     float* mem = scratch(thread, static_cast<size_t>(2 * bs * hd + nacc * (hd + 2) + nacc * bs));
-    float* kbuf = mem;
-    float* vbuf = kbuf + bs * hd;
+    float* kt = mem;             // [hd, bs] the block's keys, transposed
+    float* vbuf = kt + bs * hd;  // [bs, hd] its values as f32
     float* acc = vbuf + bs * hd;
     float* mx = acc + nacc * hd;
     float* sum = mx + nacc;
@@ -100,10 +100,10 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
     for (int64_t b = 0; b * bs <= last_pos; ++b) {
       const int64_t block = table[b];
       const int64_t nk = std::min(bs, last_pos + 1 - b * bs);  // valid keys of this block for the last row
-      const float *kb = nullptr, *vb = nullptr;
+      const float* vb = nullptr;                     // f32: V rows (converted into vbuf unless stored f32)
       const int8_t *kq = nullptr, *vq = nullptr;     // i8: codes of row 0 of this block and kv head
       const float *ks = nullptr, *vs = nullptr;      // i8: their scales
-      int64_t kstride, vstride, kss = 0, vss = 0;  // row strides (elements) of K, V and their scales
+      int64_t kstride = 0, vstride = 0, kss = 0, vss = 0;  // row strides (elements) of K, V and their scales
       if (i8) {
         kq = static_cast<const int8_t*>(k_cache.at(block, 0, kh));
         vq = static_cast<const int8_t*>(v_cache.at(block, 0, kh));
@@ -113,19 +113,22 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
         vstride = v_cache.stride[1];
         kss = cache.k_scale.stride[1];
         vss = cache.v_scale.stride[1];
-      } else if (direct) {
-        kb = static_cast<const float*>(k_cache.at(block, 0, kh));
-        vb = static_cast<const float*>(v_cache.at(block, 0, kh));
-        kstride = k_cache.stride[1];
-        vstride = v_cache.stride[1];
       } else {
-        for (int64_t j = 0; j < nk; ++j) {
-          k_->to_f32(k_cache.at(block, j, kh), k_cache.dtype, kbuf + j * hd, hd);
-          k_->to_f32(v_cache.at(block, j, kh), v_cache.dtype, vbuf + j * hd, hd);
+        // Kᵀ of the block, widened to f32 ([hd, bs]: key j of dim d at kt[d·bs + j]), once for all the task's rows.
+        k_->transpose_to_f32(k_cache.at(block, 0, kh), k_cache.dtype, k_cache.stride[1], nk, hd, kt, bs);
+        if (direct) {
+          vb = static_cast<const float*>(v_cache.at(block, 0, kh));
+          vstride = v_cache.stride[1];
+        } else {
+          for (int64_t j = 0; j < nk; ++j) k_->to_f32(v_cache.at(block, j, kh), v_cache.dtype, vbuf + j * hd, hd);
+          vb = vbuf;
+          vstride = hd;
         }
-        kb = kbuf;
-        vb = vbuf;
-        kstride = vstride = hd;
+        // S = Q Kᵀ for every row of the task against the block's nk keys (those past a row's position are dropped
+        // below). gemm_nn sums each score over d in order, the same whatever rows share the step.
+        for (int64_t g = 0; g < G; ++g)
+          k_->gemm_nn(static_cast<const float*>(q.at(r0, kh * G + g)), q.stride[0], kt, bs, P + g * bs, G * bs, nr, nk,
+                      hd, false);
       }
       // Online softmax per query row: its scores over this block, the running max and the rescale of what it has
       // summed so far, then exp(score − max) in place.
@@ -137,13 +140,14 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
           float* sc = P + a * bs;
           std::fill(sc + std::max<int64_t>(nvalid, 0), sc + nk, 0.0f);
           if (nvalid <= 0) continue;
-          const float* qv = static_cast<const float*>(q.at(r, kh * G + g));
           float bmax = -std::numeric_limits<float>::infinity();
-          for (int64_t j = 0; j < nvalid; ++j) {
-            sc[j] = i8 ? ik.dot(qv, kq + j * kstride, hd) * (ks[j * kss] * scale)
-                       : k_->dot(qv, kb + j * kstride, hd) * scale;
-            bmax = std::max(bmax, sc[j]);
+          if (i8) {
+            const float* qv = static_cast<const float*>(q.at(r, kh * G + g));
+            for (int64_t j = 0; j < nvalid; ++j) sc[j] = ik.dot(qv, kq + j * kstride, hd) * (ks[j * kss] * scale);
+          } else {
+            for (int64_t j = 0; j < nvalid; ++j) sc[j] *= scale;
           }
+          for (int64_t j = 0; j < nvalid; ++j) bmax = std::max(bmax, sc[j]);
           const float m_new = std::max(mx[a], bmax);
           const float corr = std::exp(mx[a] - m_new);  // exp(-inf) = 0 on the first block
           float* ac = acc + a * hd;

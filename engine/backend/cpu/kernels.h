@@ -45,6 +45,10 @@ struct Kernels {
   // y[i] = silu(g[i]) · u[i] (u == nullptr: y[i] = silu(g[i])), silu(x) = x / (1 + exp(−x)); y may be g or u. The AVX2
   // variant takes exp(−|x|) by the polynomial of exp_shift, within a few ulp of std::exp (cpu_kernels_test.cpp).
   void (*silu_mul)(const float* g, const float* u, float* y, int64_t n);
+  // dst[c * ds + r] = src[r * ss + c] as f32 for r < rows, c < cols (src f32/bf16/f16): a K block turned into Kᵀ for
+  // attention's scores (exact: widening only).
+  void (*transpose_to_f32)(const void* src, DType dtype, int64_t ss, int64_t rows, int64_t cols, float* dst,
+                           int64_t ds);
 
   GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
 };

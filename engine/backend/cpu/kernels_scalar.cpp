@@ -65,6 +65,18 @@ void from_f32_scalar(const float* src, DType dtype, void* dst, int64_t n) {
   }
 }
 
+void transpose_to_f32_scalar(const void* src, DType dtype, int64_t ss, int64_t rows, int64_t cols, float* dst,
+                             int64_t ds) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* s = static_cast<const char*>(src) + r * ss * static_cast<int64_t>(dtype_element_bytes(dtype));
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = 0;
+      to_f32_scalar(s + c * static_cast<int64_t>(dtype_element_bytes(dtype)), dtype, &v, 1);
+      dst[c * ds + r] = v;
+    }
+  }
+}
+
 void gemm_nn_scalar(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t M, int64_t N,
                     int64_t K, bool acc) {
   for (int64_t m = 0; m < M; ++m) {
@@ -101,7 +113,8 @@ GemmFn Kernels::gemm(DType w) const {
 const Kernels& scalar_kernels() {
   static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
                          axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar,
-                         gemm_nn_scalar, exp_shift_scalar,     nullptr,               silu_mul_scalar};
+                         gemm_nn_scalar, exp_shift_scalar,     nullptr,               silu_mul_scalar,
+                         transpose_to_f32_scalar};
   return k;
 }
 
