@@ -94,6 +94,10 @@ void Grammar::flatten(const Expr& e, std::vector<Element>& out, const std::strin
     case Expr::Kind::kChoice: out.push_back({Element::Kind::kRef, helper_rule(e, owner)}); break;
     case Expr::Kind::kRepeat: {
       const Expr& item = n.items[0];
+      if ((n.max != Expr::kUnbounded && n.max >= 2) || (n.max == Expr::kUnbounded && n.min >= 2)) {
+        out.push_back({Element::Kind::kRef, counted_chain(e, owner)});
+        break;
+      }
       for (int32_t i = 0; i < n.min; ++i) flatten(item, out, owner);
       if (n.max == Expr::kUnbounded) {
         // R := item R | ε: the reference is the last element, so a matcher loops without growing its stack.
@@ -101,17 +105,35 @@ void Grammar::flatten(const Expr& e, std::vector<Element>& out, const std::strin
         define(r, Expr::choice({Expr::seq({item, Expr::rule(r)}), Expr::empty()}));
         out.push_back({Element::Kind::kRef, r});
       } else if (n.max > n.min) {
-        // Up to k more: R_k := item R_{k-1} | ε, R_1 := item | ε.
-        uint32_t prev = 0;
-        for (int32_t k = 1; k <= n.max - n.min; ++k) {
-          const Expr more = k == 1 ? item : Expr::seq({item, Expr::rule(prev)});
-          prev = helper_rule(Expr::choice({more, Expr::empty()}), owner);
-        }
-        out.push_back({Element::Kind::kRef, prev});
+        out.push_back({Element::Kind::kRef, helper_rule(Expr::choice({item, Expr::empty()}), owner)});  // {0,1}
       }
       break;
     }
   }
+}
+
+// X{min,max} as the chain of Repeat (grammar.h): A_d := I A_(d+1) [| ε where d ≥ min], A_max := ε; unbounded, the last
+// rule A_min loops. Every A_d's item alternative is [I, A_(d+1), end], so its counter is the position after I's.
+uint32_t Grammar::counted_chain(const Expr& repeat, const std::string& owner) {
+  if (auto it = chains_.find(&repeat.node()); it != chains_.end()) return it->second.second;
+  const Expr& item = repeat.node().items[0];
+  const int32_t min = repeat.node().min, max = repeat.node().max;
+  const uint32_t item_rule = item.node().kind == Expr::Kind::kRule ? item.node().rule : helper_rule(item, owner);
+  const bool loop = max == Expr::kUnbounded;
+  const int32_t states = loop ? min + 1 : max;  // rules with an item alternative: d = 0 .. states-1
+  std::vector<uint32_t> a(static_cast<size_t>(states) + (loop ? 0 : 1));
+  for (uint32_t& r : a) r = declare(fmt::format("{}_{}", owner, rules_.size()));
+  Repeat rep{item_rule, min, max, {}};
+  for (int32_t d = 0; d < states; ++d) {
+    const uint32_t next = loop && d == states - 1 ? a[static_cast<size_t>(d)] : a[static_cast<size_t>(d) + 1];
+    const Expr more = Expr::seq({Expr::rule(item_rule), Expr::rule(next)});
+    define(a[static_cast<size_t>(d)], d >= min ? Expr::choice({more, Expr::empty()}) : more);
+    rep.counters.push_back(rules_[a[static_cast<size_t>(d)]].alts[0] + 1);
+  }
+  if (!loop) define(a.back(), Expr::empty());
+  repeats_.push_back(std::move(rep));
+  chains_.emplace(&repeat.node(), std::make_pair(repeat, a[0]));
+  return a[0];
 }
 
 uint32_t Grammar::emit_alternative(const std::vector<Expr>& items, const std::string& owner) {
