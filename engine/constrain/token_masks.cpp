@@ -489,14 +489,12 @@ std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_
   }
   std::stable_sort(cm.inside.begin(), cm.inside.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (!cm.inside.empty()) cm.last = cm.inside.back().first;
+  for (uint32_t j : cm.js) cm.last = std::max(cm.last, j);
   return cm;
 }
 
-// Item j (0: the one in progress) exists while done + j < max; the repetition may end after it once done + j + 1 ≥ min.
-SuffixMask GrammarMasks::derive(const CountedMask& cm, const Repeat& rep, uint32_t done) const {
-  const uint64_t last = rep.max == Expr::kUnbounded ? std::numeric_limits<uint64_t>::max()
-                                                    : static_cast<uint64_t>(rep.max) - done - 1;
-  const uint64_t first_out = static_cast<uint64_t>(rep.min) > done + 1 ? static_cast<uint64_t>(rep.min) - done - 1 : 0;
+SuffixMask GrammarMasks::derive(const CountedMask& cm, uint64_t last, uint64_t first_out) const {
   SuffixMask sm{TokenBits(vocab_.size()), {}};
   for (const auto& [j, id] : cm.inside) {
     if (j > last) break;
@@ -553,8 +551,8 @@ bool GrammarMasks::walk(const std::vector<uint32_t>& key, std::unique_lock<std::
   lock.lock();
   walking_.erase(wkey);
   const bool done = m.has_value() || cm.has_value();
-  if (m) suffixes_.emplace(key, std::move(*m));  // map nodes stay put; masks are never changed
-  if (cm) counted_.emplace(wkey, std::move(*cm));  // the key's own mask is derived as it is looked up
+  if (m) suffixes_.emplace(key, std::make_shared<const SuffixMask>(std::move(*m)));
+  if (cm) counted_.emplace(wkey, Counted{std::move(*cm), {}});  // the key's own mask is derived as it is looked up
   if (done) ++walks_;
   walked_.notify_all();
   return done;
@@ -574,14 +572,21 @@ std::vector<uint32_t> GrammarMasks::walk_key(const std::vector<uint32_t>& key) c
 }
 
 const SuffixMask* GrammarMasks::find_mask(const std::vector<uint32_t>& key) {
-  if (auto it = suffixes_.find(key); it != suffixes_.end()) return &it->second;
+  if (auto it = suffixes_.find(key); it != suffixes_.end()) return it->second.get();
   const std::ptrdiff_t at = counter_at(key);
   if (at < 0) return nullptr;
   auto c = counted_.find(walk_key(key));
   if (c == counted_.end()) return nullptr;
   const uint32_t counter = key[static_cast<size_t>(at)];
+  // Item j (0: the one in progress) exists while done + j < max; the repetition may end after it once done + j + 1 ≥ min.
   const Repeat& rep = matcher_.grammar().repeats()[static_cast<size_t>(counter_rep_[counter])];
-  return &suffixes_.emplace(key, derive(c->second, rep, counter_done_[counter])).first->second;
+  const uint64_t done = counter_done_[counter], top = c->second.walk.last;
+  const uint64_t last = rep.max == Expr::kUnbounded ? top : std::min<uint64_t>(static_cast<uint64_t>(rep.max) - done - 1, top);
+  const uint64_t min = static_cast<uint64_t>(rep.min);
+  const uint64_t first_out = std::min<uint64_t>(min > done + 1 ? min - done - 1 : 0, top + 1);
+  std::shared_ptr<const SuffixMask>& m = c->second.derived[{last, first_out}];
+  if (!m) m = std::make_shared<const SuffixMask>(derive(c->second.walk, last, first_out));
+  return suffixes_.emplace(key, m).first->second.get();
 }
 
 std::pair<const SuffixMask*, size_t> GrammarMasks::suffix_mask(std::span<const uint32_t> stack,

@@ -82,6 +82,7 @@ struct CountedMask {
   std::vector<std::pair<uint32_t, int32_t>> inside;  // (least j, token), by j
   std::vector<Exit> exits;                           // in sorted vocabulary order
   std::vector<uint32_t> js;
+  uint32_t last = 0;  // the largest j recorded: counts that allow more items than this share one mask
 };
 
 // What precompute() did: suffix masks computed (vocabulary walks), keys left to run time (a position whose stack
@@ -172,8 +173,9 @@ class GrammarMasks {
   // The walk of a key whose frame `at` is a counted repetition's (replaced by kCounted | its index).
   std::optional<CountedMask> compute_counted(std::span<const uint32_t> key, size_t at,
                                              const std::function<bool()>& cancelled) const;
-  // The suffix mask of the count `done` (items written before the one in progress) of repetition `rep`.
-  SuffixMask derive(const CountedMask& cm, const Repeat& rep, uint32_t done) const;
+  // The suffix mask of the tokens that may take items up to j = last and leave the repetition after items first_out ..
+  // last (the count's bounds, clamped to what the walk recorded: counts far from their bounds share a mask).
+  SuffixMask derive(const CountedMask& cm, uint64_t last, uint64_t first_out) const;
   // The index of the topmost counter frame of `key`, or -1.
   std::ptrdiff_t counter_at(std::span<const uint32_t> key) const;
   // The key a walk of `key` is made and shared under: the counter frame (if any) replaced by its repetition.
@@ -211,8 +213,12 @@ class GrammarMasks {
   GrammarMatcher matcher_;
   const TokenVocabulary& vocab_;
   mutable std::mutex mu_;
-  std::map<std::vector<uint32_t>, SuffixMask> suffixes_;
-  std::map<std::vector<uint32_t>, CountedMask> counted_;  // by walk_key()
+  std::map<std::vector<uint32_t>, std::shared_ptr<const SuffixMask>> suffixes_;  // never changed once in
+  struct Counted {
+    CountedMask walk;
+    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const SuffixMask>> derived;  // by (last, first_out)
+  };
+  std::map<std::vector<uint32_t>, Counted> counted_;  // by walk_key()
   static constexpr uint32_t kCounted = 0x80000000u;      // walk_key()'s counter frame: kCounted | repetition
   std::vector<int32_t> counter_rep_;    // per position: the repetition whose counter it is, or -1
   std::vector<uint32_t> counter_done_;  // per counter position: the items written before the one in progress
