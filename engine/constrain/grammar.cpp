@@ -112,8 +112,8 @@ void Grammar::flatten(const Expr& e, std::vector<Element>& out, const std::strin
   }
 }
 
-// X{min,max} as the chain of Repeat (grammar.h): A_d := I A_(d+1) [| ε where d ≥ min], A_max := ε; unbounded, the last
-// rule A_min loops. Every A_d's item alternative is [I, A_(d+1), end], so its counter is the position after I's.
+// X{min,max} as the chain of Repeat (grammar.h): A_d := I A_(d+1) [| ε where d ≥ min], A_max := ε; unbounded, the
+// last rule A_min loops. Every A_d's item alternative is [I, A_(d+1), end], so its counter is the position after I's.
 uint32_t Grammar::counted_chain(const Expr& repeat, const std::string& owner) {
   if (auto it = chains_.find(&repeat.node()); it != chains_.end()) return it->second.second;
   const Expr& item = repeat.node().items[0];

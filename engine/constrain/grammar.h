@@ -64,10 +64,10 @@ struct Element {
 };
 
 // A repetition lowered to a chain of counted rules (Grammar::flatten): X{min,max} → A_0, with
-// A_d := I A_(d+1) (| ε once d ≥ min), A_max := ε, where I is the item's rule and d the items written before the one in
-// progress; X{min,} (min ≥ 2) ends in a loop A_min := I A_min | ε. While an item is matched, the frame under its rule's
-// frame is counters[d] (the reference to A_(d+1) in A_d), so the count is carried in the stack and nowhere else;
-// GrammarMasks derives the masks of every count from one walk (token_masks.h).
+// A_d := I A_(d+1) (| ε once d ≥ min), A_max := ε, where I is the item's rule and d the items written before the
+// one in progress; X{min,} (min ≥ 2) ends in a loop A_min := I A_min | ε. While an item is matched, the frame under
+// its rule's frame is counters[d] (the reference to A_(d+1) in A_d), so the count is carried in the stack and
+// nowhere else; GrammarMasks derives the masks of every count from one walk (token_masks.h).
 struct Repeat {
   uint32_t item = 0;                // the rule of one item
   int32_t min = 0, max = 0;         // max = Expr::kUnbounded: counters.back() is the loop (d ≥ min)

@@ -376,8 +376,8 @@ std::optional<SuffixMask> GrammarMasks::compute(std::span<const uint32_t> suffix
 // The walk of a key through a counted repetition: the frames above the counter (the item in progress) and those below
 // it (what follows the repetition) are run apart. At each depth, in[j] holds the stacks of item j's frames (the item in
 // progress is j = 0) and out[j] those of the frames below after leaving the repetition at the end of item j; an item
-// that ends opens item j + 1 and the way out after item j both, whatever the count (derive() applies it). left holds
-// the j after which the frames below ended too within the bytes so far (the stack below the key decides the rest).
+// that ends opens item j + 1 and the way out after item j both, whatever the count (derive() applies it). [lo, hi]
+// holds the j after which the frames below ended too within the bytes so far (the stack below the key decides the rest).
 std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_t> key, size_t at,
                                                          const std::function<bool()>& cancelled) const {
   constexpr size_t kPollEvery = 4096;
@@ -389,9 +389,8 @@ std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_
   struct Depth {
     size_t base = 0, n = 0;
     std::vector<StackSet> in, out;
-    size_t left = 0;  // the first `left` entries of `left` below
+    uint32_t lo = CountedMask::kNone, hi = 0;
   };
-  std::vector<uint32_t> left;  // along the current token's bytes: the j after which the frames below ended
   const auto drop_empty = [](StackSet& s) {  // removes the empty stack (the item has ended); whether it was there
     bool found = false;
     size_t w = 0;
@@ -401,8 +400,8 @@ std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_
         found = true, ++r;
         continue;
       }
-      std::copy(s.data.begin() + static_cast<std::ptrdiff_t>(r), s.data.begin() + static_cast<std::ptrdiff_t>(r + 1 + len),
-                s.data.begin() + static_cast<std::ptrdiff_t>(w));
+      const auto from = s.data.begin() + static_cast<std::ptrdiff_t>(r);
+      std::copy(from, from + static_cast<std::ptrdiff_t>(1 + len), s.data.begin() + static_cast<std::ptrdiff_t>(w));
       w += 1 + len, r += 1 + len;
     }
     s.data.resize(w);
@@ -423,10 +422,10 @@ std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_
     }
     for (size_t i = 0; i + 1 < n; ++i)
       if (drop_empty(z.in[i])) merge(item_start, z.in[i + 1]), merge(below_start, z.out[i]);
-    left.resize(a.left);
+    z.lo = a.lo, z.hi = a.hi;
     for (size_t i = 0; i < n; ++i)
-      if (z.out[i].complete()) left.push_back(static_cast<uint32_t>(a.base + i));
-    z.left = left.size();
+      if (z.out[i].complete())
+        z.lo = std::min(z.lo, static_cast<uint32_t>(a.base + i)), z.hi = std::max(z.hi, static_cast<uint32_t>(a.base + i));
     size_t lo = 0;
     while (lo < n && z.in[lo].dead() && z.out[lo].dead()) ++lo;
     while (n > lo && z.in[n - 1].dead() && z.out[n - 1].dead()) --n;
@@ -446,9 +445,8 @@ std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_
       for (size_t i = 0; i < d.n; ++i)
         if (!d.out[i].dead()) cm.js.push_back(static_cast<uint32_t>(d.base + i));
     }
-    const uint32_t mid = static_cast<uint32_t>(cm.js.size());
-    cm.js.insert(cm.js.end(), left.begin(), left.begin() + static_cast<std::ptrdiff_t>(d.left));
-    if (cm.js.size() > begin) cm.exits.push_back({id, begin, mid, static_cast<uint32_t>(cm.js.size())});
+    const uint32_t end = static_cast<uint32_t>(cm.js.size());
+    if (end > begin || d.lo != CountedMask::kNone) cm.exits.push_back({id, begin, end, d.lo, d.hi});
   };
   const std::vector<int32_t>& sorted = vocab_.sorted();
   const std::vector<uint32_t>& lcp = vocab_.lcp();
@@ -491,6 +489,8 @@ std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   if (!cm.inside.empty()) cm.last = cm.inside.back().first;
   for (uint32_t j : cm.js) cm.last = std::max(cm.last, j);
+  for (const CountedMask::Exit& x : cm.exits)
+    if (x.dep_lo != CountedMask::kNone) cm.last = std::max(cm.last, x.dep_hi);
   return cm;
 }
 
@@ -507,8 +507,8 @@ SuffixMask GrammarMasks::derive(const CountedMask& cm, uint64_t last, uint64_t f
   };
   for (const CountedMask::Exit& x : cm.exits) {
     if (sm.accepted.test(x.id)) continue;
-    if (any(x.begin, x.mid)) sm.accepted.set(x.id);
-    else if (any(x.mid, x.end)) sm.dependent.push_back(x.id);
+    if (any(x.begin, x.end)) sm.accepted.set(x.id);
+    else if (x.dep_lo != CountedMask::kNone && x.dep_lo <= last && x.dep_hi >= first_out) sm.dependent.push_back(x.id);
   }
   return sm;
 }
@@ -578,10 +578,12 @@ const SuffixMask* GrammarMasks::find_mask(const std::vector<uint32_t>& key) {
   auto c = counted_.find(walk_key(key));
   if (c == counted_.end()) return nullptr;
   const uint32_t counter = key[static_cast<size_t>(at)];
-  // Item j (0: the one in progress) exists while done + j < max; the repetition may end after it once done + j + 1 ≥ min.
+  // Item j (0: the one in progress) exists while done + j < max; the repetition may end after it once
+  // done + j + 1 ≥ min.
   const Repeat& rep = matcher_.grammar().repeats()[static_cast<size_t>(counter_rep_[counter])];
   const uint64_t done = counter_done_[counter], top = c->second.walk.last;
-  const uint64_t last = rep.max == Expr::kUnbounded ? top : std::min<uint64_t>(static_cast<uint64_t>(rep.max) - done - 1, top);
+  const uint64_t last =
+      rep.max == Expr::kUnbounded ? top : std::min<uint64_t>(static_cast<uint64_t>(rep.max) - done - 1, top);
   const uint64_t min = static_cast<uint64_t>(rep.min);
   const uint64_t first_out = std::min<uint64_t>(min > done + 1 ? min - done - 1 : 0, top + 1);
   std::shared_ptr<const SuffixMask>& m = c->second.derived[{last, first_out}];

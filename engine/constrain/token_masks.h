@@ -73,11 +73,14 @@ struct SuffixMask {
 // at once: the walk runs the items without a bound and records, per token, how many items it takes. Items are counted
 // from the one in progress (j = 0). `inside`: tokens that end inside the repetition, with the least j they end in;
 // `exits`: tokens that can leave it after item j, the rest of their bytes then taken by the key's frames below the
-// counter (js[begin, mid): accepted) or running past them too (js[mid, end): dependent on the stack below the key).
+// counter (js[begin, end): accepted), or running past them too (j in [dep_lo, dep_hi]: dependent on the stack below
+// the key; a range, so a superset where those j are not contiguous, which the dependent check makes exact).
 struct CountedMask {
+  static constexpr uint32_t kNone = ~uint32_t{0};
   struct Exit {
     int32_t id;
-    uint32_t begin, mid, end;
+    uint32_t begin, end;
+    uint32_t dep_lo = kNone, dep_hi = 0;
   };
   std::vector<std::pair<uint32_t, int32_t>> inside;  // (least j, token), by j
   std::vector<Exit> exits;                           // in sorted vocabulary order
@@ -180,7 +183,8 @@ class GrammarMasks {
   std::ptrdiff_t counter_at(std::span<const uint32_t> key) const;
   // The key a walk of `key` is made and shared under: the counter frame (if any) replaced by its repetition.
   std::vector<uint32_t> walk_key(const std::vector<uint32_t>& key) const;
-  // The suffix mask of `key`, derived now from its counted walk where that is done; null when a walk is needed. mu_ held.
+  // The suffix mask of `key`, derived now from its counted walk where that is done; null when a walk is needed.
+  // mu_ held.
   const SuffixMask* find_mask(const std::vector<uint32_t>& key);
   void build(const StackSet& state, TokenBits& out, std::unique_lock<std::mutex>& lock);
   // The suffix mask allowed() uses for `stack` and the frames of its key, or (mask null) the first key it needs that

@@ -180,8 +180,8 @@ TEST(TokenMasks, PrecomputedDeeperSuffixesMatchBruteForce) {
 }
 
 // Bounded strings and arrays (counted repetitions: every count's masks derived from one walk) at the edges of their
-// ranges: a bound below and above the most characters one synthetic token holds (25; split UTF-8 pieces too), min > 0,
-// min = max, a minimum with no maximum, nested in an object and an array. Masks walked as met and precomputed, walks
+// ranges: a bound below and above the most characters one synthetic token holds (at most 25; split UTF-8 pieces too),
+// min > 0, min = max, a minimum with no maximum, nested in an object and an array. Masks walked as met and precomputed, walks
 // that fill strings up to their bound and walks that close them early.
 const char* kBoundedSchemas[] = {
     R"({"type":"string","maxLength":2})",
@@ -195,7 +195,8 @@ const char* kBoundedSchemas[] = {
 
 // Code points of a UTF-8 string.
 size_t code_points(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xc0) != 0x80; }));
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xc0) != 0x80; }));
 }
 
 TEST(TokenMasks, BoundedStringsMatchBruteForce) {
@@ -558,8 +559,9 @@ TEST(TokenMasks, QwenVocabularyBoundedStringsMatchBruteForce) {
   GrammarMasks wide(wide_grammar, *vocab);
   EXPECT_EQ(wide.precompute().walks, st.walks) << "walks grew with maxLength";
   const GrammarMatcher& m = cg->masks().matcher();
-  for (const std::string& answer : {std::string("{\"name\": \"Zo\xc3\xab \xe2\x98\x80\xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac\", \"tags\": [\"abcd\", \"\xc3\xa9\"]}"),
-                                   std::string("{\"name\": \"internationa\", \"tags\": [\"\\u00e9xyz\"]}")}) {
+  const std::string name = "Zo\xc3\xab \xe2\x98\x80\xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac";  // 9 code points
+  for (const std::string& answer : {"{\"name\": \"" + name + "\", \"tags\": [\"abcd\", \"\xc3\xa9\"]}",
+                                    std::string("{\"name\": \"internationa\", \"tags\": [\"\\u00e9xyz\"]}")}) {
     SCOPED_TRACE(answer);
     ASSERT_TRUE(m.matches(answer));
     GrammarConstraint c(cg, {{end}, std::nullopt});
