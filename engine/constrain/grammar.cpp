@@ -91,31 +91,45 @@ void Grammar::flatten(const Expr& e, std::vector<Element>& out, const std::strin
     case Expr::Kind::kSeq:
       for (const Expr& item : n.items) flatten(item, out, owner);
       break;
-    case Expr::Kind::kChoice: out.push_back({Element::Kind::kRef, helper_rule(e, owner)}); break;
+    case Expr::Kind::kChoice:
+      out.push_back({Element::Kind::kRef, shared_helper(e, [&] { return helper_rule(e, owner); })});
+      break;
     case Expr::Kind::kRepeat: {
       const Expr& item = n.items[0];
       if ((n.max != Expr::kUnbounded && n.max >= 2) || (n.max == Expr::kUnbounded && n.min >= 2)) {
-        out.push_back({Element::Kind::kRef, counted_chain(e, owner)});
+        out.push_back({Element::Kind::kRef, shared_helper(e, [&] { return counted_chain(e, owner); })});
         break;
       }
       for (int32_t i = 0; i < n.min; ++i) flatten(item, out, owner);
       if (n.max == Expr::kUnbounded) {
         // R := item R | ε: the reference is the last element, so a matcher loops without growing its stack.
-        const uint32_t r = declare(fmt::format("{}_{}", owner, rules_.size()));
-        define(r, Expr::choice({Expr::seq({item, Expr::rule(r)}), Expr::empty()}));
-        out.push_back({Element::Kind::kRef, r});
+        out.push_back({Element::Kind::kRef, shared_helper(e, [&] {
+                         const uint32_t r = declare(fmt::format("{}_{}", owner, rules_.size()));
+                         define(r, Expr::choice({Expr::seq({item, Expr::rule(r)}), Expr::empty()}));
+                         return r;
+                       })});
       } else if (n.max > n.min) {
-        out.push_back({Element::Kind::kRef, helper_rule(Expr::choice({item, Expr::empty()}), owner)});  // {0,1}
+        out.push_back({Element::Kind::kRef, shared_helper(e, [&] {  // {min, min + 1}
+                         return helper_rule(Expr::choice({item, Expr::empty()}), owner);
+                       })});
       }
       break;
     }
   }
 }
 
+template <typename F>
+uint32_t Grammar::shared_helper(const Expr& e, F&& make) {
+  if (auto it = helpers_.find(&e.node()); it != helpers_.end()) return it->second.second;
+  const uint32_t r = make();
+  helpers_.emplace(&e.node(), std::make_pair(e, r));
+  return r;
+}
+
 // X{min,max} as the chain of Repeat (grammar.h): A_d := I A_(d+1) [| ε where d ≥ min], A_max := ε; unbounded, the
 // last rule A_min loops. Every A_d's item alternative is [I, A_(d+1), end], so its counter is the position after I's.
+
 uint32_t Grammar::counted_chain(const Expr& repeat, const std::string& owner) {
-  if (auto it = chains_.find(&repeat.node()); it != chains_.end()) return it->second.second;
   const Expr& item = repeat.node().items[0];
   const int32_t min = repeat.node().min, max = repeat.node().max;
   const uint32_t item_rule = item.node().kind == Expr::Kind::kRule ? item.node().rule : helper_rule(item, owner);
@@ -132,7 +146,6 @@ uint32_t Grammar::counted_chain(const Expr& repeat, const std::string& owner) {
   }
   if (!loop) define(a.back(), Expr::empty());
   repeats_.push_back(std::move(rep));
-  chains_.emplace(&repeat.node(), std::make_pair(repeat, a[0]));
   return a[0];
 }
 

@@ -116,9 +116,11 @@ class Grammar {
   std::vector<Element> elements_;
   std::vector<ByteSet> sets_;
   std::vector<Repeat> repeats_;
-  // Chains by the repetition expression they lower (held, so that the node is not reused): an expression flattened into
-  // several rules (a property both first and after a comma) shares one chain.
-  std::map<const Expr::Node*, std::pair<Expr, uint32_t>> chains_;
+  // Helper rules (choices, optionals, counted chains) by the expression they lower, held so that the node is not
+  // reused: an expression flattened into several rules (a property both first and after a comma) shares its rules.
+  std::map<const Expr::Node*, std::pair<Expr, uint32_t>> helpers_;
+  template <typename F>
+  uint32_t shared_helper(const Expr& e, F&& make);
   uint32_t root_ = 0;
 };
 

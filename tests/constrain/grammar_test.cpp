@@ -90,7 +90,7 @@ TEST(Grammar, CountedRepetitionKeepsTheStackFlatAndOwesItsMinimum) {
   EXPECT_FALSE(m.accepts(s, "qq")) << "201 letters";
 }
 
-TEST(Grammar, ARepetitionFlattenedTwiceSharesOneChain) {
+TEST(Grammar, AnExpressionFlattenedTwiceSharesItsRules) {
   const Expr rep = Expr::repeat(Expr::literal("x"), 0, 8);
   Grammar g;
   const uint32_t a = g.add("a", Expr::seq({Expr::literal("a"), rep}));
@@ -100,6 +100,17 @@ TEST(Grammar, ARepetitionFlattenedTwiceSharesOneChain) {
   EXPECT_TRUE(sentence(g, "axxxxxxxx"));
   EXPECT_TRUE(sentence(g, "b"));
   EXPECT_FALSE(sentence(g, "bxxxxxxxxx"));
+  // So do an optional, a choice and a loop: the second rule using them adds only itself.
+  const Expr opt = Expr::optional(Expr::literal("y"));
+  const Expr ch = Expr::choice({Expr::literal("p"), Expr::literal("q")});
+  const Expr loop = Expr::star(Expr::literal("z"));
+  Grammar h;
+  h.add("a", Expr::seq({opt, ch, loop}));
+  const size_t rules = h.rule_count();
+  h.set_root(h.add("b", Expr::seq({Expr::literal("<"), opt, ch, loop})));
+  EXPECT_EQ(h.rule_count(), rules + 1);
+  EXPECT_TRUE(sentence(h, "<ypzz"));
+  EXPECT_TRUE(sentence(h, "<q"));
 }
 
 TEST(Grammar, UnboundedRepetitionKeepsTheStackFlat) {
