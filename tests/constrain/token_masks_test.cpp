@@ -258,6 +258,86 @@ TEST(TokenMasks, ABoundedStringsWalksDoNotGrowWithItsBound) {
   EXPECT_EQ(walks_of(R"(,"minLength":30)"), min3);
 }
 
+// Counted repetitions beyond JSON: items with several parses of one prefix ("a" | "ab" | "b"), a bounded repetition
+// next to one with a minimum and no maximum, one nested in another, and one inside recursion; on a vocabulary of short
+// strings over their letters (more than kMaxDependent tokens, so keys grow past the counter). Masks walked as met and
+// precomputed against brute force.
+TEST(TokenMasks, CountedRepetitionsOfAmbiguousItemsMatchBruteForce) {
+  std::vector<std::string> bytes{"<end>"};
+  std::vector<bool> eligible{false};
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b)), eligible.push_back(true);
+  std::mt19937 rng(77);
+  const std::string letters = "aaabbbcx<>";
+  for (size_t i = 0; i < 4 * GrammarMasks::kMaxDependent; ++i) {
+    std::string t;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 8); k < n; ++k) t += letters[rng() % letters.size()];
+    bytes.push_back(t), eligible.push_back(true);
+  }
+  auto vocab = std::make_shared<TokenVocabulary>(bytes, eligible);
+  const auto lit = [](const char* s) { return Expr::literal(s); };
+  std::vector<Grammar> gs;
+  {
+    Grammar g;  // an ambiguous item, 2..5 times
+    g.set_root(g.add("root", Expr::seq({lit("<"), Expr::repeat(Expr::choice({lit("a"), lit("ab"), lit("b")}), 2, 5), lit(">")})));
+    gs.push_back(std::move(g));
+  }
+  {
+    Grammar g;  // a bounded repetition, then one with a minimum and no maximum
+    g.set_root(g.add("root", Expr::seq({Expr::repeat(Expr::choice({lit("ab"), lit("a")}), 0, 7),
+                                        Expr::repeat(lit("c"), 3, Expr::kUnbounded), lit("x")})));
+    gs.push_back(std::move(g));
+  }
+  {
+    Grammar g;  // nested: 2..4 groups of 1..3 letters
+    const Expr group = Expr::seq({lit("<"), Expr::repeat(Expr::choice({lit("a"), lit("b")}), 1, 3), lit(">")});
+    g.set_root(g.add("root", Expr::seq({Expr::repeat(group, 2, 4), lit("x")})));
+    gs.push_back(std::move(g));
+  }
+  {
+    Grammar g;  // inside recursion: r := "<" (r | "a" | "bc"){0,3} ">"
+    const uint32_t r = g.declare("r");
+    g.define(r, Expr::seq({lit("<"), Expr::repeat(Expr::choice({Expr::rule(r), lit("a"), lit("bc")}), 0, 3), lit(">")}));
+    g.set_root(r);
+    gs.push_back(std::move(g));
+  }
+  // Prefixes at every count, below and past the minimum, up to the maximum, for the walks to start from.
+  const std::vector<std::vector<std::string>> prefixes = {
+      {"<", "<a", "<ab", "<abb", "<abba", "<ababa", "<bbbbb"},
+      {"", "a", "ab", "abab", "ababab", "abababa", "aaaaaaa", "c", "cc", "ccc", "abcccc"},
+      {"<a>", "<ab>", "<a><b", "<ab><b><a", "<a><a><a><a"},
+      {"<", "<<", "<a", "<aa", "<aaa", "<<a><bc>", "<<<<"},
+  };
+  for (size_t i = 0; i < gs.size(); ++i) {
+    SCOPED_TRACE(gs[i].to_string());
+    ASSERT_FALSE(gs[i].repeats().empty());
+    auto lazy = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    auto pre = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    const PrecomputeStats st = pre->masks().precompute();
+    EXPECT_EQ(st.left_to_runtime, 0u);
+    const GrammarMatcher& m = pre->masks().matcher();
+    for (const std::string& p : prefixes[i]) {
+      StackSet state = m.start(), next;
+      for (char ch : p) {
+        ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next)) << p;
+        std::swap(state, next);
+      }
+      TokenBits want = brute(*vocab, m, state, kEnd);
+      want.words[0] &= ~uint64_t{1};  // allowed() leaves the end token to its caller
+      for (const auto& cg : {lazy, pre}) {
+        TokenBits got;
+        cg->masks().allowed(state, got);
+        EXPECT_EQ(got.words, want.words) << "after " << p;
+      }
+    }
+    for (const auto& cg : {lazy, pre}) {
+      const auto outputs = walks(cg, kEnd, 16, 5 + static_cast<uint32_t>(i), 40);
+      EXPECT_FALSE(outputs.empty());
+      for (const std::string& out : outputs) EXPECT_TRUE(cg->masks().matcher().matches(out)) << out;
+    }
+    EXPECT_EQ(pre->masks().runtime_walks(), 0u) << "a suffix the precomputation did not enumerate";
+  }
+}
+
 // Whether the workers' last turns end (a grammar says it is done just before its turn ends).
 bool turns_end(const MaskWorkers& workers) {
   for (int i = 0; i < 1000 && workers.pending() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
