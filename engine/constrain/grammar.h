@@ -76,8 +76,8 @@ struct Repeat {
 
 // A grammar: named rules, each a choice of alternatives; the root rule is rule 0 unless set. Lowered into one
 // element array where every alternative ends with kEnd; a position (index into elements()) is what a matcher
-// stack holds. Repetition lowers to right recursion (X* → R := X R | ε), which matchers run without growing; a
-// bounded one (at most ≥ 2, or at least ≥ 2) to a chain of counted rules (Repeat).
+// stack holds. Repetition lowers to right recursion (X* → R := X R | ε), which matchers run without growing; one
+// with a maximum of 2 or more, or a minimum of 2 or more and no maximum, to a chain of counted rules (Repeat).
 class Grammar {
  public:
   // Declares a rule (for recursion) and returns its id; define it later with define().
