@@ -339,9 +339,10 @@ void batch_rows(std::vector<BatchRow>& rows, Engine& engine, const std::string& 
                            end_id));
 }
 
-// What `maxLength` costs: a string of at most N characters unrolls into N grammar positions (R_k := char R_(k-1) | ε),
-// whose masks are keyed and walked apart. The whole precomputation (GrammarMasks::precompute, this thread) of an
-// object with one string property, unbounded and with maxLength N, and of the benchmark's schema with and without its
+// What `maxLength` costs: a string of at most N characters is a chain of N counted rules (Repeat, grammar.h) whose
+// masks are derived from one counted walk per key (token_masks.h); before issue 20 each count's masks were walked apart.
+// The whole precomputation (GrammarMasks::precompute, this thread) of an object with one string property, unbounded and
+// with maxLength N (up to the schema limit, 256) or minLength, and of the benchmark's schema with and without its
 // maxLength keywords.
 void maxlength_sweep(const std::string& vocab_label, const constrain::TokenVocabulary& vocab) {
   const auto one = [](const std::string& bound) {
@@ -355,6 +356,9 @@ void maxlength_sweep(const std::string& vocab_label, const constrain::TokenVocab
       {"one string, maxLength 12", one(R"(,"maxLength":12)")},
       {"one string, maxLength 24", one(R"(,"maxLength":24)")},
       {"one string, maxLength 48", one(R"(,"maxLength":48)")},
+      {"one string, maxLength 256", one(R"(,"maxLength":256)")},
+      {"one string, minLength 8, maxLength 24", one(R"(,"minLength":8,"maxLength":24)")},
+      {"one string, minLength 24", one(R"(,"minLength":24)")},
       {"the benchmark's schema", kSchema},
       {"the benchmark's schema without maxLength", unbounded},
   };
@@ -426,7 +430,7 @@ int main(int argc, char** argv) {
   app.add_option("--gap-ms", gap_ms, "large vocabulary: idle ms between a token and the next mask, standing in for a "
                                      "model step on an accelerator (the mask workers use it); default 0");
   bool sweep = false;
-  app.add_flag("--maxlength-sweep", sweep, "only the whole precomputation of strings of maxLength 4..48 and of the "
+  app.add_flag("--maxlength-sweep", sweep, "only the whole precomputation of strings of maxLength 4..256 and of the "
                                            "schema with and without maxLength, on both vocabularies (about a minute)");
   int keep_limit = 0;
   app.add_option("--keep-in-time", keep_limit, "only the cost of ending in time: random outputs over the 248k "

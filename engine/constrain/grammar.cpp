@@ -91,27 +91,62 @@ void Grammar::flatten(const Expr& e, std::vector<Element>& out, const std::strin
     case Expr::Kind::kSeq:
       for (const Expr& item : n.items) flatten(item, out, owner);
       break;
-    case Expr::Kind::kChoice: out.push_back({Element::Kind::kRef, helper_rule(e, owner)}); break;
+    case Expr::Kind::kChoice:
+      out.push_back({Element::Kind::kRef, shared_helper(e, [&] { return helper_rule(e, owner); })});
+      break;
     case Expr::Kind::kRepeat: {
       const Expr& item = n.items[0];
+      if ((n.max != Expr::kUnbounded && n.max >= 2) || (n.max == Expr::kUnbounded && n.min >= 2)) {
+        out.push_back({Element::Kind::kRef, shared_helper(e, [&] { return counted_chain(e, owner); })});
+        break;
+      }
       for (int32_t i = 0; i < n.min; ++i) flatten(item, out, owner);
       if (n.max == Expr::kUnbounded) {
         // R := item R | ε: the reference is the last element, so a matcher loops without growing its stack.
-        const uint32_t r = declare(fmt::format("{}_{}", owner, rules_.size()));
-        define(r, Expr::choice({Expr::seq({item, Expr::rule(r)}), Expr::empty()}));
-        out.push_back({Element::Kind::kRef, r});
+        out.push_back({Element::Kind::kRef, shared_helper(e, [&] {
+                         const uint32_t r = declare(fmt::format("{}_{}", owner, rules_.size()));
+                         define(r, Expr::choice({Expr::seq({item, Expr::rule(r)}), Expr::empty()}));
+                         return r;
+                       })});
       } else if (n.max > n.min) {
-        // Up to k more: R_k := item R_{k-1} | ε, R_1 := item | ε.
-        uint32_t prev = 0;
-        for (int32_t k = 1; k <= n.max - n.min; ++k) {
-          const Expr more = k == 1 ? item : Expr::seq({item, Expr::rule(prev)});
-          prev = helper_rule(Expr::choice({more, Expr::empty()}), owner);
-        }
-        out.push_back({Element::Kind::kRef, prev});
+        out.push_back({Element::Kind::kRef, shared_helper(e, [&] {  // {min, min + 1}
+                         return helper_rule(Expr::choice({item, Expr::empty()}), owner);
+                       })});
       }
       break;
     }
   }
+}
+
+template <typename F>
+uint32_t Grammar::shared_helper(const Expr& e, F&& make) {
+  if (auto it = helpers_.find(&e.node()); it != helpers_.end()) return it->second.second;
+  const uint32_t r = make();
+  helpers_.emplace(&e.node(), std::make_pair(e, r));
+  return r;
+}
+
+// X{min,max} as the chain of Repeat (grammar.h): A_d := I A_(d+1) [| ε where d ≥ min], A_max := ε; unbounded, the
+// last rule A_min loops. Every A_d's item alternative is [I, A_(d+1), end], so its counter is the position after I's.
+
+uint32_t Grammar::counted_chain(const Expr& repeat, const std::string& owner) {
+  const Expr& item = repeat.node().items[0];
+  const int32_t min = repeat.node().min, max = repeat.node().max;
+  const uint32_t item_rule = item.node().kind == Expr::Kind::kRule ? item.node().rule : helper_rule(item, owner);
+  const bool loop = max == Expr::kUnbounded;
+  const int32_t states = loop ? min + 1 : max;  // rules with an item alternative: d = 0 .. states-1
+  std::vector<uint32_t> a(static_cast<size_t>(states) + (loop ? 0 : 1));
+  for (uint32_t& r : a) r = declare(fmt::format("{}_{}", owner, rules_.size()));
+  Repeat rep{item_rule, min, max, {}};
+  for (int32_t d = 0; d < states; ++d) {
+    const uint32_t next = loop && d == states - 1 ? a[static_cast<size_t>(d)] : a[static_cast<size_t>(d) + 1];
+    const Expr more = Expr::seq({Expr::rule(item_rule), Expr::rule(next)});
+    define(a[static_cast<size_t>(d)], d >= min ? Expr::choice({more, Expr::empty()}) : more);
+    rep.counters.push_back(rules_[a[static_cast<size_t>(d)]].alts[0] + 1);
+  }
+  if (!loop) define(a.back(), Expr::empty());
+  repeats_.push_back(std::move(rep));
+  return a[0];
 }
 
 uint32_t Grammar::emit_alternative(const std::vector<Expr>& items, const std::string& owner) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -62,9 +63,21 @@ struct Element {
   uint32_t arg = 0;  // kBytes: index into Grammar::sets(); kRef: rule id
 };
 
+// A repetition lowered to a chain of counted rules (Grammar::flatten): X{min,max} → A_0, with
+// A_d := I A_(d+1) (| ε once d ≥ min), A_max := ε, where I is the item's rule and d the items written before the
+// one in progress; X{min,} (min ≥ 2) ends in a loop A_min := I A_min | ε. While an item is matched, the frame under
+// its rule's frame is counters[d] (the reference to A_(d+1) in A_d), so the count is carried in the stack and
+// nowhere else; GrammarMasks derives the masks of every count from one walk (token_masks.h).
+struct Repeat {
+  uint32_t item = 0;                // the rule of one item
+  int32_t min = 0, max = 0;         // max = Expr::kUnbounded: counters.back() is the loop (d ≥ min)
+  std::vector<uint32_t> counters;   // counters[d]: the return position under item d's frame
+};
+
 // A grammar: named rules, each a choice of alternatives; the root rule is rule 0 unless set. Lowered into one
 // element array where every alternative ends with kEnd; a position (index into elements()) is what a matcher
-// stack holds. Repetition lowers to right recursion (X* → R := X R | ε), which matchers run without growing.
+// stack holds. Repetition lowers to right recursion (X* → R := X R | ε), which matchers run without growing; one
+// with a maximum of 2 or more, or a minimum of 2 or more and no maximum, to a chain of counted rules (Repeat).
 class Grammar {
  public:
   // Declares a rule (for recursion) and returns its id; define it later with define().
@@ -80,6 +93,7 @@ class Grammar {
   const std::vector<uint32_t>& alternatives(uint32_t rule) const { return rules_[rule].alts; }
   const std::string& rule_name(uint32_t rule) const { return rules_[rule].name; }
   size_t rule_count() const { return rules_.size(); }
+  const std::vector<Repeat>& repeats() const { return repeats_; }
   // Throws Error(kInternal) naming a rule that was declared but never defined.
   void check_complete() const;
   // The grammar in a GBNF-like text form, for logs and tests.
@@ -96,10 +110,17 @@ class Grammar {
   void flatten(const Expr& e, std::vector<Element>& out, const std::string& owner);
   uint32_t set_index(const ByteSet& s);
   uint32_t helper_rule(const Expr& body, const std::string& owner);
+  uint32_t counted_chain(const Expr& repeat, const std::string& owner);
 
   std::vector<Rule> rules_;
   std::vector<Element> elements_;
   std::vector<ByteSet> sets_;
+  std::vector<Repeat> repeats_;
+  // Helper rules (choices, optionals, counted chains) by the expression they lower, held so that the node is not
+  // reused: an expression flattened into several rules (a property both first and after a comma) shares its rules.
+  std::map<const Expr::Node*, std::pair<Expr, uint32_t>> helpers_;
+  template <typename F>
+  uint32_t shared_helper(const Expr& e, F&& make);
   uint32_t root_ = 0;
 };
 

@@ -45,6 +45,7 @@ GrammarMatcher::GrammarMatcher(const Grammar& grammar) : g_(grammar) {
       rest_[p] = static_cast<uint32_t>(std::min<uint64_t>(cost(el[p]) + rest_[p + 1], kUnreachable));
   for (uint32_t r : rest_)
     if (r != kUnreachable) largest_rest_ = std::max(largest_rest_, r);
+  shortest_ = std::move(shortest);
 }
 
 uint32_t GrammarMatcher::shortest_completion(const StackSet& state) const {
@@ -104,14 +105,24 @@ void GrammarMatcher::closure(std::vector<uint32_t>& stack, StackSet& out, int de
   stack.push_back(p);
 }
 
-StackSet GrammarMatcher::start() const {
-  StackSet out;
+void GrammarMatcher::expand(std::span<const uint32_t> stack, StackSet& out) const {
+  thread_local std::vector<uint32_t> s;
+  s.assign(stack.begin(), stack.end());
+  closure(s, out, 0);
+}
+
+void GrammarMatcher::expand_rule(uint32_t rule, StackSet& out) const {
   std::vector<uint32_t> stack;
-  for (uint32_t alt : g_.alternatives(g_.root())) {
+  for (uint32_t alt : g_.alternatives(rule)) {
     stack.clear();
     if (g_.elements()[alt].kind != Element::Kind::kEnd) stack.push_back(alt);
     closure(stack, out, 0);
   }
+}
+
+StackSet GrammarMatcher::start() const {
+  StackSet out;
+  expand_rule(g_.root(), out);
   return out;
 }
 

@@ -54,6 +54,13 @@ class GrammarMatcher {
   bool matches(std::string_view text) const;
   // The fewest bytes that complete a sentence from `state` (0 where it is complete; kUnreachable when dead).
   uint32_t shortest_completion(const StackSet& state) const;
+  // Adds to `out` (deduplicated) the stacks `stack` expands to: itself when its top is a byte set or it is empty, else
+  // its top reference replaced as a byte would (what follows it, and each alternative of the rule, expanded).
+  void expand(std::span<const uint32_t> stack, StackSet& out) const;
+  // Adds to `out` the stacks of one match of `rule` started on an empty stack (the empty stack: the rule is done).
+  void expand_rule(uint32_t rule, StackSet& out) const;
+  // The fewest bytes of a sentence of `rule` (kUnreachable when it has none).
+  uint32_t shortest(uint32_t rule) const { return shortest_[rule]; }
   // The longest of the shortest remainders of any alternative: about what one choice can add to the bytes still
   // owed (a new element, a second tool call).
   uint32_t largest_remainder() const { return largest_rest_; }
@@ -65,6 +72,7 @@ class GrammarMatcher {
   void add(const std::vector<uint32_t>& stack, StackSet& out) const;
 
   const Grammar& g_;
+  std::vector<uint32_t> shortest_;  // per rule
   std::vector<uint32_t> rest_;  // per position: the fewest bytes from it to the end of its alternative
   uint32_t largest_rest_ = 0;
 };

@@ -96,6 +96,16 @@ void GrammarMasks::index_grammar() {
   }
   below_.assign(g.rule_count(), {});
   for (size_t r = 0; r < below.size(); ++r) below_[r].assign(below[r].begin(), below[r].end());
+  // Counted repetitions whose item takes at least one byte (a counted walk opens the next item after each).
+  if (el.size() >= kCounted) fail(ErrorKind::kInternal, "grammar masks: {} grammar elements", el.size());
+  counter_rep_.assign(el.size(), -1);
+  counter_done_.assign(el.size(), 0);
+  for (size_t i = 0; i < g.repeats().size(); ++i) {
+    const Repeat& r = g.repeats()[i];
+    if (matcher_.shortest(r.item) == 0) continue;
+    for (size_t d = 0; d < r.counters.size(); ++d)
+      counter_rep_[r.counters[d]] = static_cast<int32_t>(i), counter_done_[r.counters[d]] = static_cast<uint32_t>(d);
+  }
 }
 
 std::vector<std::vector<uint32_t>> GrammarMasks::suffixes_of(uint32_t top, size_t frames, size_t limit) const {
@@ -229,8 +239,8 @@ bool GrammarMasks::enumerate_step(PrecomputeStats& st, const std::function<bool(
     std::unique_lock lock(mu_);
     while (c.next < c.keys.size()) {
       const std::vector<uint32_t>& key = c.keys[c.next];
-      auto it = suffixes_.find(key);
-      if (it == suffixes_.end()) {
+      const SuffixMask* m = find_mask(key);
+      if (!m) {
         if (walk(key, lock, cancelled)) {
           ++st.walks;
           return true;  // looked at again (walked now) by the next call
@@ -242,7 +252,7 @@ bool GrammarMasks::enumerate_step(PrecomputeStats& st, const std::function<bool(
         continue;  // another thread walked it (or gave up: then walked here next time round)
       }
       const bool deeper_possible = key.size() == c.frames && !below_[rule_of_[key.front()]].empty();
-      if (it->second.dependent.size() > kMaxDependent && deeper_possible) c.deeper = true;
+      if (m->dependent.size() > kMaxDependent && deeper_possible) c.deeper = true;
       ++c.next;
     }
     size_t& f = suffix_len_.try_emplace(c.top, 1).first->second;
@@ -295,7 +305,7 @@ bool GrammarMasks::wanted() const {
 
 size_t GrammarMasks::walks() const {
   std::lock_guard lock(mu_);
-  return suffixes_.size();
+  return walks_;
 }
 size_t GrammarMasks::runtime_walks() const {
   std::lock_guard lock(mu_);
@@ -364,41 +374,222 @@ std::optional<SuffixMask> GrammarMasks::compute(std::span<const uint32_t> suffix
   return sm;
 }
 
+// The walk of a key through a counted repetition: the frames above the counter (the item in progress) and those below
+// it (what follows the repetition) are run apart. At each depth, in[j] holds the stacks of item j's frames (the item in
+// progress is j = 0) and out[j] those of the frames below after leaving the repetition at the end of item j; an item
+// that ends opens item j + 1 and the way out after item j both, whatever the count (derive() applies it). [lo, hi]
+// holds the j after which the frames below ended too within the bytes so far (the stack below the key decides the rest).
+std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_t> key, size_t at,
+                                                         const std::function<bool()>& cancelled) const {
+  constexpr size_t kPollEvery = 4096;
+  const Repeat& rep = matcher_.grammar().repeats()[key[at] & ~kCounted];
+  StackSet item_start, below_start;
+  matcher_.expand_rule(rep.item, item_start);
+  matcher_.expand(key.first(at), below_start);
+  // Item j's sets are in[j - base] (j < base + n): an item, or a way out, that has died never comes back.
+  struct Depth {
+    size_t base = 0, n = 0;
+    std::vector<StackSet> in, out;
+    uint32_t lo = CountedMask::kNone, hi = 0;
+  };
+  const auto drop_empty = [](StackSet& s) {  // removes the empty stack (the item has ended); whether it was there
+    bool found = false;
+    size_t w = 0;
+    for (size_t r = 0; r < s.data.size();) {
+      const uint32_t len = s.data[r];
+      if (len == 0) {
+        found = true, ++r;
+        continue;
+      }
+      const auto from = s.data.begin() + static_cast<std::ptrdiff_t>(r);
+      std::copy(from, from + static_cast<std::ptrdiff_t>(1 + len), s.data.begin() + static_cast<std::ptrdiff_t>(w));
+      w += 1 + len, r += 1 + len;
+    }
+    s.data.resize(w);
+    return found;
+  };
+  const auto merge = [&](const StackSet& from, StackSet& to) {  // both expanded already
+    if (to.dead()) to.data.assign(from.data.begin(), from.data.end());
+    else from.for_each([&](std::span<const uint32_t> st) { matcher_.expand(st, to); });
+  };
+  const auto step = [&](const Depth& a, uint8_t byte, Depth& z) {
+    size_t n = a.n + 1;
+    if (z.in.size() < n) z.in.resize(n), z.out.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (i < a.n && !a.in[i].dead()) matcher_.advance(a.in[i], byte, z.in[i]);
+      else z.in[i].clear();
+      if (i < a.n && !a.out[i].dead()) matcher_.advance(a.out[i], byte, z.out[i]);
+      else z.out[i].clear();
+    }
+    for (size_t i = 0; i + 1 < n; ++i)
+      if (drop_empty(z.in[i])) merge(item_start, z.in[i + 1]), merge(below_start, z.out[i]);
+    z.lo = a.lo, z.hi = a.hi;
+    for (size_t i = 0; i < n; ++i)
+      if (z.out[i].complete())
+        z.lo = std::min(z.lo, static_cast<uint32_t>(a.base + i)), z.hi = std::max(z.hi, static_cast<uint32_t>(a.base + i));
+    size_t lo = 0;
+    while (lo < n && z.in[lo].dead() && z.out[lo].dead()) ++lo;
+    while (n > lo && z.in[n - 1].dead() && z.out[n - 1].dead()) --n;
+    for (size_t i = lo; i < n && lo > 0; ++i) std::swap(z.in[i - lo], z.in[i]), std::swap(z.out[i - lo], z.out[i]);
+    z.base = a.base + lo, z.n = n - lo;
+    return z.n > 0;
+  };
+  CountedMask cm;
+  const auto record = [&](int32_t id, const Depth& d, bool whole) {  // whole: every byte was taken
+    const uint32_t begin = static_cast<uint32_t>(cm.js.size());
+    if (whole) {
+      for (size_t i = 0; i < d.n; ++i)
+        if (!d.in[i].dead()) {
+          cm.inside.emplace_back(static_cast<uint32_t>(d.base + i), id);
+          break;
+        }
+      for (size_t i = 0; i < d.n; ++i)
+        if (!d.out[i].dead()) cm.js.push_back(static_cast<uint32_t>(d.base + i));
+    }
+    const uint32_t end = static_cast<uint32_t>(cm.js.size());
+    if (end > begin || d.lo != CountedMask::kNone) cm.exits.push_back({id, begin, end, d.lo, d.hi});
+  };
+  const std::vector<int32_t>& sorted = vocab_.sorted();
+  const std::vector<uint32_t>& lcp = vocab_.lcp();
+  std::vector<Depth> ds(1);
+  ds[0].n = 1;
+  ds[0].in.resize(1), ds[0].out.resize(1);
+  ds[0].in[0].data.push_back(static_cast<uint32_t>(key.size() - at - 1));
+  ds[0].in[0].data.insert(ds[0].in[0].data.end(), key.begin() + static_cast<std::ptrdiff_t>(at) + 1, key.end());
+  size_t good = 0, poll = kPollEvery;
+  for (size_t i = 0; i < sorted.size();) {
+    if (cancelled && i >= poll) {
+      if (cancelled()) return std::nullopt;
+      poll = i + kPollEvery;
+    }
+    const std::string& t = vocab_.bytes(sorted[i]);
+    size_t k = std::min<size_t>(lcp[i], good);
+    bool rejected = false;
+    for (; k < t.size(); ++k) {
+      if (ds.size() < k + 2) ds.resize(k + 2);
+      if (!step(ds[k], static_cast<uint8_t>(t[k]), ds[k + 1])) {
+        rejected = true;
+        break;
+      }
+    }
+    if (!rejected) {
+      record(sorted[i], ds[t.size()], true);
+      good = t.size();
+      ++i;
+      continue;
+    }
+    good = k;  // byte k has no parse: every token sharing the first k + 1 bytes has the same exits
+    size_t j = i;
+    do {
+      record(sorted[j], ds[k], false);
+      ++j;
+    } while (j < sorted.size() && lcp[j] >= k + 1);
+    i = j;
+  }
+  std::stable_sort(cm.inside.begin(), cm.inside.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (!cm.inside.empty()) cm.last = cm.inside.back().first;
+  for (uint32_t j : cm.js) cm.last = std::max(cm.last, j);
+  for (const CountedMask::Exit& x : cm.exits)
+    if (x.dep_lo != CountedMask::kNone) cm.last = std::max(cm.last, x.dep_hi);
+  return cm;
+}
+
+SuffixMask GrammarMasks::derive(const CountedMask& cm, uint64_t last, uint64_t first_out) const {
+  SuffixMask sm{TokenBits(vocab_.size()), {}};
+  for (const auto& [j, id] : cm.inside) {
+    if (j > last) break;
+    sm.accepted.set(id);
+  }
+  const auto any = [&](uint32_t b, uint32_t e) {
+    for (uint32_t i = b; i < e; ++i)
+      if (cm.js[i] >= first_out && cm.js[i] <= last) return true;
+    return false;
+  };
+  for (const CountedMask::Exit& x : cm.exits) {
+    if (sm.accepted.test(x.id)) continue;
+    if (any(x.begin, x.end)) sm.accepted.set(x.id);
+    else if (x.dep_lo != CountedMask::kNone && x.dep_lo <= last && x.dep_hi >= first_out) sm.dependent.push_back(x.id);
+  }
+  return sm;
+}
+
 GrammarMasks::Lookup GrammarMasks::lookup(std::span<const uint32_t> stack) {
   size_t& frames = suffix_len_.try_emplace(stack.back(), 1).first->second;  // unordered_map: the reference stays put
   for (;;) {
     const size_t len = std::min(frames, stack.size());
     std::vector<uint32_t> key(stack.end() - static_cast<std::ptrdiff_t>(len), stack.end());
-    auto it = suffixes_.find(key);
-    if (it == suffixes_.end()) return {nullptr, len, std::move(key)};
-    if (it->second.dependent.size() <= kMaxDependent || len == stack.size()) return {&it->second, len, {}};
+    const SuffixMask* m = find_mask(key);
+    if (!m) return {nullptr, len, std::move(key)};
+    if (m->dependent.size() <= kMaxDependent || len == stack.size()) return {m, len, {}};
     frames = len * 2;  // too much depends on what lies below: key this top position by more frames
   }
 }
 
 bool GrammarMasks::walk(const std::vector<uint32_t>& key, std::unique_lock<std::mutex>& lock,
                         const std::function<bool()>& cancelled) {
-  if (suffixes_.contains(key)) return false;
-  if (walking_.contains(key)) {
-    walked_.wait(lock, [&] { return !walking_.contains(key); });
+  if (find_mask(key)) return false;
+  const std::ptrdiff_t at = counter_at(key);
+  const std::vector<uint32_t> wkey = walk_key(key);  // every count of a repetition waits for the one walk
+  if (walking_.contains(wkey)) {
+    walked_.wait(lock, [&] { return !walking_.contains(wkey); });
     return false;
   }
-  walking_.insert(key);
+  walking_.insert(wkey);
   lock.unlock();
   std::optional<SuffixMask> m;
+  std::optional<CountedMask> cm;
   try {
-    m = compute(key, cancelled);  // without the lock: other suffixes are looked up and walked meanwhile
+    // Without the lock: other suffixes are looked up and walked meanwhile.
+    if (at >= 0) cm = compute_counted(wkey, static_cast<size_t>(at), cancelled);
+    else m = compute(key, cancelled);
   } catch (...) {
     lock.lock();
-    walking_.erase(key);
+    walking_.erase(wkey);
     walked_.notify_all();
     throw;
   }
   lock.lock();
-  walking_.erase(key);
-  if (m) suffixes_.emplace(key, std::move(*m));  // map nodes stay put; masks are never changed
+  walking_.erase(wkey);
+  const bool done = m.has_value() || cm.has_value();
+  if (m) suffixes_.emplace(key, std::make_shared<const SuffixMask>(std::move(*m)));
+  if (cm) counted_.emplace(wkey, Counted{std::move(*cm), {}});  // the key's own mask is derived as it is looked up
+  if (done) ++walks_;
   walked_.notify_all();
-  return m.has_value();
+  return done;
+}
+
+std::ptrdiff_t GrammarMasks::counter_at(std::span<const uint32_t> key) const {
+  for (size_t i = key.size(); i-- > 0;)
+    if (key[i] < counter_rep_.size() && counter_rep_[key[i]] >= 0) return static_cast<std::ptrdiff_t>(i);
+  return -1;
+}
+
+std::vector<uint32_t> GrammarMasks::walk_key(const std::vector<uint32_t>& key) const {
+  std::vector<uint32_t> w = key;
+  if (const std::ptrdiff_t at = counter_at(key); at >= 0)
+    w[static_cast<size_t>(at)] = kCounted | static_cast<uint32_t>(counter_rep_[key[static_cast<size_t>(at)]]);
+  return w;
+}
+
+const SuffixMask* GrammarMasks::find_mask(const std::vector<uint32_t>& key) {
+  if (auto it = suffixes_.find(key); it != suffixes_.end()) return it->second.get();
+  const std::ptrdiff_t at = counter_at(key);
+  if (at < 0) return nullptr;
+  auto c = counted_.find(walk_key(key));
+  if (c == counted_.end()) return nullptr;
+  const uint32_t counter = key[static_cast<size_t>(at)];
+  // Item j (0: the one in progress) exists while done + j < max; the repetition may end after it once
+  // done + j + 1 ≥ min.
+  const Repeat& rep = matcher_.grammar().repeats()[static_cast<size_t>(counter_rep_[counter])];
+  const uint64_t done = counter_done_[counter], top = c->second.walk.last;
+  const uint64_t last =
+      rep.max == Expr::kUnbounded ? top : std::min<uint64_t>(static_cast<uint64_t>(rep.max) - done - 1, top);
+  const uint64_t min = static_cast<uint64_t>(rep.min);
+  const uint64_t first_out = std::min<uint64_t>(min > done + 1 ? min - done - 1 : 0, top + 1);
+  std::shared_ptr<const SuffixMask>& m = c->second.derived[{last, first_out}];
+  if (!m) m = std::make_shared<const SuffixMask>(derive(c->second.walk, last, first_out));
+  return suffixes_.emplace(key, m).first->second.get();
 }
 
 std::pair<const SuffixMask*, size_t> GrammarMasks::suffix_mask(std::span<const uint32_t> stack,
@@ -406,7 +597,7 @@ std::pair<const SuffixMask*, size_t> GrammarMasks::suffix_mask(std::span<const u
   for (;;) {
     Lookup l = lookup(stack);
     if (l.mask) return {l.mask, l.frames};
-    const bool other = walking_.contains(l.missing);
+    const bool other = walking_.contains(walk_key(l.missing));
     if (walk(l.missing, lock)) ++runtime_walks_;
     else if (other) ++runtime_waits_;
   }

@@ -69,6 +69,25 @@ struct SuffixMask {
   std::vector<int32_t> dependent;
 };
 
+// One walk from a stack suffix whose frames hold a counted repetition's counter (Repeat, grammar.h), for every count
+// at once: the walk runs the items without a bound and records, per token, how many items it takes. Items are counted
+// from the one in progress (j = 0). `inside`: tokens that end inside the repetition, with the least j they end in;
+// `exits`: tokens that can leave it after item j, the rest of their bytes then taken by the key's frames below the
+// counter (js[begin, end): accepted), or running past them too (j in [dep_lo, dep_hi]: dependent on the stack below
+// the key; a range, so a superset where those j are not contiguous, which the dependent check makes exact).
+struct CountedMask {
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  struct Exit {
+    int32_t id;
+    uint32_t begin, end;
+    uint32_t dep_lo = kNone, dep_hi = 0;
+  };
+  std::vector<std::pair<uint32_t, int32_t>> inside;  // (least j, token), by j
+  std::vector<Exit> exits;                           // in sorted vocabulary order
+  std::vector<uint32_t> js;
+  uint32_t last = 0;  // the largest j recorded: counts that allow more items than this share one mask
+};
+
 // What precompute() did: suffix masks computed (vocabulary walks), keys left to run time (a position whose stack
 // suffixes are too many to enumerate), and whether it was stopped before the end.
 struct PrecomputeStats {
@@ -82,6 +101,12 @@ struct PrecomputeStats {
 };
 
 // Masks for one grammar over one vocabulary. Thread-safe.
+//
+// Counted repetitions (a string's maxLength / minLength, maxItems, digit runs: Repeat) keep their count in one frame of
+// the stack. A key holding such a counter frame is walked once for every count (CountedMask, keyed with the counter
+// replaced by its repetition); the suffix mask of each count is derived from that walk without another (a token is
+// accepted where the items it takes fit the count, dependent where it may leave the repetition at an item the count
+// allows and the key's frames cannot decide the rest).
 //
 // Two caches. The mask of a whole state (every stack) is kept, least recently used dropped: a string being written,
 // an array of numbers, return to the same state again and again. A state not seen yet is built from its stacks'
@@ -135,9 +160,9 @@ class GrammarMasks {
 
   const TokenVocabulary& vocab() const { return vocab_; }
   const GrammarMatcher& matcher() const { return matcher_; }
-  // For tests and stats: how many suffix masks were computed (full vocabulary walks) in all, how many of them inside
-  // allowed() (on the caller's thread: not precomputed), how often allowed() waited for the worker's walk of a suffix
-  // it needed, and state-cache hits / misses.
+  // For tests and stats: how many vocabulary walks were made in all (a counted walk is one; the masks derived from it
+  // are none), how many of them inside allowed() (on the caller's thread: not precomputed), how often allowed() waited
+  // for the worker's walk of a suffix it needed, and state-cache hits / misses.
   size_t walks() const;
   size_t runtime_walks() const;
   size_t runtime_waits() const;
@@ -148,6 +173,19 @@ class GrammarMasks {
   // The walk; nullopt when `cancelled` said so first.
   std::optional<SuffixMask> compute(std::span<const uint32_t> suffix,
                                     const std::function<bool()>& cancelled = {}) const;
+  // The walk of a key whose frame `at` is a counted repetition's (replaced by kCounted | its index).
+  std::optional<CountedMask> compute_counted(std::span<const uint32_t> key, size_t at,
+                                             const std::function<bool()>& cancelled) const;
+  // The suffix mask of the tokens that may take items up to j = last and leave the repetition after items first_out ..
+  // last (the count's bounds, clamped to what the walk recorded: counts far from their bounds share a mask).
+  SuffixMask derive(const CountedMask& cm, uint64_t last, uint64_t first_out) const;
+  // The index of the topmost counter frame of `key`, or -1.
+  std::ptrdiff_t counter_at(std::span<const uint32_t> key) const;
+  // The key a walk of `key` is made and shared under: the counter frame (if any) replaced by its repetition.
+  std::vector<uint32_t> walk_key(const std::vector<uint32_t>& key) const;
+  // The suffix mask of `key`, derived now from its counted walk where that is done; null when a walk is needed.
+  // mu_ held.
+  const SuffixMask* find_mask(const std::vector<uint32_t>& key);
   void build(const StackSet& state, TokenBits& out, std::unique_lock<std::mutex>& lock);
   // The suffix mask allowed() uses for `stack` and the frames of its key, or (mask null) the first key it needs that
   // is not walked yet. A top position keyed too short is keyed by more frames from then on. mu_ held.
@@ -179,7 +217,16 @@ class GrammarMasks {
   GrammarMatcher matcher_;
   const TokenVocabulary& vocab_;
   mutable std::mutex mu_;
-  std::map<std::vector<uint32_t>, SuffixMask> suffixes_;
+  std::map<std::vector<uint32_t>, std::shared_ptr<const SuffixMask>> suffixes_;  // never changed once in
+  struct Counted {
+    CountedMask walk;
+    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const SuffixMask>> derived;  // by (last, first_out)
+  };
+  std::map<std::vector<uint32_t>, Counted> counted_;  // by walk_key()
+  static constexpr uint32_t kCounted = 0x80000000u;      // walk_key()'s counter frame: kCounted | repetition
+  std::vector<int32_t> counter_rep_;    // per position: the repetition whose counter it is, or -1
+  std::vector<uint32_t> counter_done_;  // per counter position: the items written before the one in progress
+  size_t walks_ = 0;                    // vocabulary walks, counted or not (derived masks are none)
   std::unordered_map<uint32_t, size_t> suffix_len_;  // top position -> frames its suffix key spans (default 1)
   struct CachedState {
     TokenBits bits;

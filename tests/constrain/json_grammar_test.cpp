@@ -56,6 +56,32 @@ TEST(JsonGrammar, RefusedSchemasNameTheKeyword) {
   }
 }
 
+// minLength / maxLength count code points (a multi-byte character or an escape is one); one counted chain per bound,
+// and the bytes a state still owes to minLength are part of its shortest completion (what keep_in_time counts).
+TEST(JsonGrammar, StringLengthsCountCodePointsAndOweTheMinimum) {
+  const Grammar g = JsonGrammar::from_schema(ojson::parse(R"({"type":"string","minLength":2,"maxLength":3})"));
+  EXPECT_EQ(g.repeats().size(), 2u) << "the leading whitespace's and the string's";
+  EXPECT_FALSE(sentence(g, "\"a\""));
+  EXPECT_TRUE(sentence(g, "\"ab\""));
+  EXPECT_TRUE(sentence(g, "\"\xc3\xa9\xe2\x98\x80\xf0\x9f\x98\x80\"")) << "3 code points in 9 bytes";
+  EXPECT_FALSE(sentence(g, "\"\xc3\xa9\xe2\x98\x80\xf0\x9f\x98\x80x\""));
+  EXPECT_TRUE(sentence(g, R"("\u00e9\n\"")")) << "escapes count one each";
+  EXPECT_FALSE(sentence(g, R"("\u00e9\n\"x")"));
+  const GrammarMatcher m(g);
+  StackSet s = m.start(), next;
+  EXPECT_EQ(m.shortest_completion(s), 4u) << "a quote, two characters, a quote";
+  for (char c : std::string("\"\xc3")) {
+    ASSERT_TRUE(m.advance(s, static_cast<uint8_t>(c), next));
+    std::swap(s, next);
+  }
+  EXPECT_EQ(m.shortest_completion(s), 3u) << "the rest of the character, one more, the quote";
+  const Grammar loose = JsonGrammar::from_schema(ojson::parse(R"({"type":"string","minLength":30})"));
+  EXPECT_EQ(GrammarMatcher(loose).shortest_completion(GrammarMatcher(loose).start()), 32u);
+  const auto quoted = [](size_t n) { return std::string(1, '"').append(n, 'x').append(1, '"'); };
+  EXPECT_TRUE(sentence(loose, quoted(300)));
+  EXPECT_FALSE(sentence(loose, quoted(29)));
+}
+
 TEST(JsonGrammar, AnyObjectIsJsonWithAnObjectOnTop) {
   const Grammar g = JsonGrammar::any_object();
   EXPECT_TRUE(sentence(g, R"({"a": [1, -2.5e+3, "x\u00e9", {"b": null}], "c": true})"));

@@ -1,6 +1,7 @@
 // Token masks against brute force: at every step of random constrained walks, the allowed set equals the tokens whose
 // bytes the matcher accepts from the current stacks (plus the end tokens where the grammar is complete); on a synthetic
 // vocabulary full of JSON pieces and split UTF-8, and on the Qwen3.5 tokenizer's 248k tokens.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,8 +57,9 @@ TokenBits brute(const TokenVocabulary& vocab, const GrammarMatcher& m, const Sta
 const Tokenizer& qwen35();
 std::shared_ptr<TokenVocabulary> qwen_vocab();
 
+// fill: prefer tokens without '"' (a string is written up to its maxLength before it closes).
 std::vector<std::string> walks(const std::shared_ptr<CompiledGrammar>& cg, int32_t end_id, int count, uint32_t seed,
-                               int max_steps) {
+                               int max_steps, bool fill = false) {
   std::mt19937 rng(seed);
   const GrammarMatcher& m = cg->masks().matcher();
   std::vector<std::string> done;
@@ -77,6 +79,12 @@ std::vector<std::string> walks(const std::shared_ptr<CompiledGrammar>& cg, int32
       if (ids.empty()) return done;
       // End as soon as allowed half of the time, else a random allowed token (short tokens first, to nest).
       int32_t pick = ids[rng() % ids.size()];
+      if (fill && rng() % 8 != 0) {
+        std::vector<int32_t> open;
+        for (int32_t id : ids)
+          if (id != end_id && cg->vocab().bytes(id).find('"') == std::string::npos) open.push_back(id);
+        if (!open.empty()) pick = open[rng() % open.size()];
+      }
       if (got.test(end_id) && (rng() % 2 == 0 || step > max_steps / 2)) pick = end_id;
       c.accept(pick);
       if (pick == end_id) {
@@ -169,6 +177,165 @@ TEST(TokenMasks, PrecomputedDeeperSuffixesMatchBruteForce) {
   EXPECT_GT(lazy->masks().runtime_walks(), 0u);
   walks(pre, kEnd, 10, 3, 60);
   EXPECT_EQ(pre->masks().runtime_walks(), 0u);
+}
+
+// Bounded strings and arrays (counted repetitions: every count's masks derived from one walk) at the edges of their
+// ranges: a bound below and above the most characters one synthetic token holds (at most 25; split UTF-8 pieces too),
+// min > 0, min = max, a minimum with no maximum, nested in an object and an array. Masks walked as met and precomputed, walks
+// that fill strings up to their bound and walks that close them early.
+const char* kBoundedSchemas[] = {
+    R"({"type":"string","maxLength":2})",
+    R"({"type":"string","minLength":3,"maxLength":3})",
+    R"({"type":"string","minLength":2,"maxLength":9})",
+    R"({"type":"string","minLength":4})",
+    R"({"type":"string","maxLength":40})",
+    R"({"type":"object","properties":{"a":{"type":"string","maxLength":5},"b":{"type":"array","items":{"type":"string","minLength":1,"maxLength":3},"minItems":1,"maxItems":3}},"required":["a","b"]})",
+    R"({"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":4})",
+};
+
+// Code points of a UTF-8 string.
+size_t code_points(const std::string& s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xc0) != 0x80; }));
+}
+
+TEST(TokenMasks, BoundedStringsMatchBruteForce) {
+  const auto vocab = synthetic_vocab();
+  size_t longest = 0;
+  for (int32_t id : vocab->sorted()) longest = std::max(longest, code_points(vocab->bytes(id)));
+  ASSERT_LT(longest, 40u);
+  ASSERT_GT(longest, 9u);
+  for (const char* text : kBoundedSchemas) {
+    SCOPED_TRACE(text);
+    const ojson schema = ojson::parse(text);
+    const Grammar g = JsonGrammar::from_schema(schema);
+    ASSERT_FALSE(g.repeats().empty());
+    auto lazy = std::make_shared<CompiledGrammar>(g, vocab);
+    auto pre = std::make_shared<CompiledGrammar>(g, vocab);
+    const PrecomputeStats st = pre->masks().precompute();
+    EXPECT_EQ(st.left_to_runtime, 0u);
+    EXPECT_EQ(pre->masks().walks(), st.walks);
+    std::vector<std::string> outputs;
+    for (bool fill : {true, false})
+      for (const auto& cg : {lazy, pre}) {
+        const auto out = walks(cg, kEnd, 10, fill ? 41 : 43, 60, fill);
+        outputs.insert(outputs.end(), out.begin(), out.end());
+      }
+    EXPECT_EQ(pre->masks().runtime_walks(), 0u) << "a suffix the precomputation did not enumerate";
+    EXPECT_FALSE(outputs.empty());
+    if (schema["type"] != "string") continue;
+    const size_t min = schema.value("minLength", 0), max = schema.value("maxLength", size_t{1000});
+    bool at_max = false;
+    for (const std::string& out : outputs) {
+      const auto v = nlohmann::json::parse(out, nullptr, false);
+      if (v.is_discarded()) continue;  // a lone \u surrogate escape: the grammar's strings allow it, nlohmann does not
+      ASSERT_TRUE(v.is_string()) << out;
+      const size_t n = code_points(v.get<std::string>());
+      EXPECT_GE(n, min) << out;
+      EXPECT_LE(n, max) << out;
+      at_max = at_max || n == max;
+    }
+    if (max <= 9) {
+      EXPECT_TRUE(at_max) << "no walk wrote a string up to its maxLength";
+    }
+  }
+}
+
+// A bounded string's masks cost the same walks whatever its bound (one counted walk serves every count).
+TEST(TokenMasks, ABoundedStringsWalksDoNotGrowWithItsBound) {
+  const auto vocab = synthetic_vocab();
+  const auto walks_of = [&](const std::string& bound) {
+    const std::string text = R"({"type":"object","properties":{"s":{"type":"string")" + bound + R"(}},"required":["s"]})";
+    const Grammar g = JsonGrammar::from_schema(ojson::parse(text));
+    GrammarMasks masks(g, *vocab);
+    return masks.precompute().walks;
+  };
+  const size_t max3 = walks_of(R"(,"maxLength":3)");
+  EXPECT_EQ(walks_of(R"(,"maxLength":12)"), max3);
+  EXPECT_EQ(walks_of(R"(,"maxLength":60)"), max3);
+  EXPECT_EQ(walks_of(R"(,"minLength":2,"maxLength":60)"), max3);
+  const size_t min3 = walks_of(R"(,"minLength":3)");
+  EXPECT_EQ(walks_of(R"(,"minLength":30)"), min3);
+}
+
+// Counted repetitions beyond JSON: items with several parses of one prefix ("a" | "ab" | "b"), a bounded repetition
+// next to one with a minimum and no maximum, one nested in another, and one inside recursion; on a vocabulary of short
+// strings over their letters (more than kMaxDependent tokens, so keys grow past the counter). Masks walked as met and
+// precomputed against brute force.
+TEST(TokenMasks, CountedRepetitionsOfAmbiguousItemsMatchBruteForce) {
+  std::vector<std::string> bytes{"<end>"};
+  std::vector<bool> eligible{false};
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b)), eligible.push_back(true);
+  std::mt19937 rng(77);
+  const std::string letters = "aaabbbcx<>";
+  for (size_t i = 0; i < 4 * GrammarMasks::kMaxDependent; ++i) {
+    std::string t;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 8); k < n; ++k) t += letters[rng() % letters.size()];
+    bytes.push_back(t), eligible.push_back(true);
+  }
+  auto vocab = std::make_shared<TokenVocabulary>(bytes, eligible);
+  const auto lit = [](const char* s) { return Expr::literal(s); };
+  std::vector<Grammar> gs;
+  {
+    Grammar g;  // an ambiguous item, 2..5 times
+    g.set_root(g.add("root", Expr::seq({lit("<"), Expr::repeat(Expr::choice({lit("a"), lit("ab"), lit("b")}), 2, 5), lit(">")})));
+    gs.push_back(std::move(g));
+  }
+  {
+    Grammar g;  // a bounded repetition, then one with a minimum and no maximum
+    g.set_root(g.add("root", Expr::seq({Expr::repeat(Expr::choice({lit("ab"), lit("a")}), 0, 7),
+                                        Expr::repeat(lit("c"), 3, Expr::kUnbounded), lit("x")})));
+    gs.push_back(std::move(g));
+  }
+  {
+    Grammar g;  // nested: 2..4 groups of 1..3 letters
+    const Expr group = Expr::seq({lit("<"), Expr::repeat(Expr::choice({lit("a"), lit("b")}), 1, 3), lit(">")});
+    g.set_root(g.add("root", Expr::seq({Expr::repeat(group, 2, 4), lit("x")})));
+    gs.push_back(std::move(g));
+  }
+  {
+    Grammar g;  // inside recursion: r := "<" (r | "a" | "bc"){0,3} ">"
+    const uint32_t r = g.declare("r");
+    g.define(r, Expr::seq({lit("<"), Expr::repeat(Expr::choice({Expr::rule(r), lit("a"), lit("bc")}), 0, 3), lit(">")}));
+    g.set_root(r);
+    gs.push_back(std::move(g));
+  }
+  // Prefixes at every count, below and past the minimum, up to the maximum, for the walks to start from.
+  const std::vector<std::vector<std::string>> prefixes = {
+      {"<", "<a", "<ab", "<abb", "<abba", "<ababa", "<bbbbb"},
+      {"", "a", "ab", "abab", "ababab", "abababa", "aaaaaaa", "c", "cc", "ccc", "abcccc"},
+      {"<a>", "<ab>", "<a><b", "<ab><b><a", "<a><a><a><a"},
+      {"<", "<<", "<a", "<aa", "<aaa", "<<a><bc>", "<<<<"},
+  };
+  for (size_t i = 0; i < gs.size(); ++i) {
+    SCOPED_TRACE(gs[i].to_string());
+    ASSERT_FALSE(gs[i].repeats().empty());
+    auto lazy = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    auto pre = std::make_shared<CompiledGrammar>(gs[i], vocab);
+    const PrecomputeStats st = pre->masks().precompute();
+    EXPECT_EQ(st.left_to_runtime, 0u);
+    const GrammarMatcher& m = pre->masks().matcher();
+    for (const std::string& p : prefixes[i]) {
+      StackSet state = m.start(), next;
+      for (char ch : p) {
+        ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next)) << p;
+        std::swap(state, next);
+      }
+      TokenBits want = brute(*vocab, m, state, kEnd);
+      want.words[0] &= ~uint64_t{1};  // allowed() leaves the end token to its caller
+      for (const auto& cg : {lazy, pre}) {
+        TokenBits got;
+        cg->masks().allowed(state, got);
+        EXPECT_EQ(got.words, want.words) << "after " << p;
+      }
+    }
+    for (const auto& cg : {lazy, pre}) {
+      const auto outputs = walks(cg, kEnd, 16, 5 + static_cast<uint32_t>(i), 40);
+      EXPECT_FALSE(outputs.empty());
+      for (const std::string& out : outputs) EXPECT_TRUE(cg->masks().matcher().matches(out)) << out;
+    }
+    EXPECT_EQ(pre->masks().runtime_walks(), 0u) << "a suffix the precomputation did not enumerate";
+  }
 }
 
 // Whether the workers' last turns end (a grammar says it is done just before its turn ends).
@@ -449,6 +616,48 @@ TEST(TokenMasks, QwenVocabularyPrecomputedMatchesBruteForce) {
     }
   }
   EXPECT_TRUE(c.complete());
+  EXPECT_EQ(cg->masks().runtime_walks(), 0u);
+}
+
+// Bounded strings over the 248k vocabulary, precomputed: masks along encoded answers with multi-character and
+// multi-byte tokens (a name of 9 code points, one of exactly 12, tags at their bound of 4) equal brute force, with no
+// walk in the step; and the precomputation's walks do not depend on the bounds.
+TEST(TokenMasks, QwenVocabularyBoundedStringsMatchBruteForce) {
+  const Tokenizer& tok = qwen35();
+  const auto vocab = qwen_vocab();
+  const int32_t end = tok.require_token_id("<|im_end|>");
+  const auto schema_text = [](int name_max, int tag_max) {
+    return fmt::format(R"({{"type":"object","properties":{{"name":{{"type":"string","minLength":2,"maxLength":{}}},)"
+                       R"("tags":{{"type":"array","items":{{"type":"string","maxLength":{}}},"maxItems":2}}}},)"
+                       R"("required":["name","tags"]}})",
+                       name_max, tag_max);
+  };
+  auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(schema_text(12, 4))), vocab);
+  const PrecomputeStats st = cg->masks().precompute();
+  EXPECT_EQ(st.left_to_runtime, 0u);
+  const Grammar wide_grammar = JsonGrammar::from_schema(ojson::parse(schema_text(60, 30)));
+  GrammarMasks wide(wide_grammar, *vocab);
+  EXPECT_EQ(wide.precompute().walks, st.walks) << "walks grew with maxLength";
+  const GrammarMatcher& m = cg->masks().matcher();
+  const std::string name = "Zo\xc3\xab \xe2\x98\x80\xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac";  // 9 code points
+  for (const std::string& answer : {"{\"name\": \"" + name + "\", \"tags\": [\"abcd\", \"\xc3\xa9\"]}",
+                                    std::string("{\"name\": \"internationa\", \"tags\": [\"\\u00e9xyz\"]}")}) {
+    SCOPED_TRACE(answer);
+    ASSERT_TRUE(m.matches(answer));
+    GrammarConstraint c(cg, {{end}, std::nullopt});
+    StackSet state = m.start(), next;
+    for (int32_t id : tok.encode(answer)) {
+      const TokenBits got = c.allowed();
+      ASSERT_EQ(got.words, brute(*vocab, m, state, end).words) << "before token " << id;
+      c.accept(id);
+      for (char ch : vocab->bytes(id)) {
+        ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
+        std::swap(state, next);
+      }
+    }
+    EXPECT_TRUE(c.complete());
+  }
+  EXPECT_FALSE(m.matches("{\"name\": \"internationals\", \"tags\": []}")) << "14 characters";
   EXPECT_EQ(cg->masks().runtime_walks(), 0u);
 }
 
