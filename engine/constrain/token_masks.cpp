@@ -327,50 +327,80 @@ size_t GrammarMasks::state_misses() const {
 // One walk over the sorted vocabulary from the frames of `suffix`. ds[d] holds the stacks after the first d bytes of
 // the current token; a token sharing a prefix with the previous one resumes from the common depth, and a rejected
 // prefix skips every following token that shares it.
-std::optional<SuffixMask> GrammarMasks::compute(std::span<const uint32_t> suffix,
-                                                const std::function<bool()>& cancelled) const {
+namespace {
+
+// The vocabulary walk both suffix-mask walks make: tokens in sorted order from ds[0], per-depth states ds[d] after a
+// token's first d bytes (grown as needed). A token sharing a prefix with the one before starts after it; where byte k
+// of a token has no parse, every token sharing its first k + 1 bytes is refused at once. step(from, byte, to) runs
+// one byte (false: no parse), whole(id, state) gets a token all of whose bytes ran, refused(id, state) one whose
+// bytes ran out of parses (its state after the bytes that did run). `cancelled` is polled every 4,096 tokens; returns
+// false when it said stop.
+template <typename State, typename Step, typename Whole, typename Refused>
+bool walk_sorted(const TokenVocabulary& vocab, std::vector<State>& ds, Step&& step, Whole&& whole, Refused&& refused,
+                 const std::function<bool()>& cancelled) {
   constexpr size_t kPollEvery = 4096;  // tokens between looks at `cancelled`
-  SuffixMask sm{TokenBits(vocab_.size()), {}};
-  const std::vector<int32_t>& sorted = vocab_.sorted();
-  const std::vector<uint32_t>& lcp = vocab_.lcp();
-  std::vector<StackSet> ds(1);
-  ds[0].data.push_back(static_cast<uint32_t>(suffix.size()));
-  ds[0].data.insert(ds[0].data.end(), suffix.begin(), suffix.end());
-  std::vector<uint8_t> exited(1, 0);  // exited[d]: the frames finished within the first d bytes (the top is a byte set)
-  size_t good = 0;                    // ds[0..good] belong to the previous token's prefix
+  const std::vector<int32_t>& sorted = vocab.sorted();
+  const std::vector<uint32_t>& lcp = vocab.lcp();
+  size_t good = 0;  // ds[0..good] belong to the previous token's prefix
   size_t poll = kPollEvery;
   for (size_t i = 0; i < sorted.size();) {
     if (cancelled && i >= poll) {
-      if (cancelled()) return std::nullopt;
+      if (cancelled()) return false;
       poll = i + kPollEvery;
     }
-    const std::string& t = vocab_.bytes(sorted[i]);
+    const std::string& t = vocab.bytes(sorted[i]);
     size_t k = std::min<size_t>(lcp[i], good);
-    bool rejected = false;
+    bool ran = true;
     for (; k < t.size(); ++k) {
-      if (ds.size() < k + 2) ds.resize(k + 2), exited.resize(k + 2);
-      if (!matcher_.advance(ds[k], static_cast<uint8_t>(t[k]), ds[k + 1])) {
-        rejected = true;
+      if (ds.size() < k + 2) ds.resize(k + 2);
+      if (!step(ds[k], static_cast<uint8_t>(t[k]), ds[k + 1])) {
+        ran = false;
         break;
       }
-      exited[k + 1] = exited[k] || ds[k + 1].complete();
     }
-    if (!rejected) {  // every byte consumed inside the frames (an empty stack cannot consume)
-      sm.accepted.set(sorted[i]);
+    if (ran) {
+      whole(sorted[i], ds[t.size()]);
       good = t.size();
       ++i;
       continue;
     }
-    // Byte k has no parse inside the frames. Had they finished after fewer bytes, the rest of the stack decides.
-    good = k;
-    const bool dependent = exited[k];
+    good = k;  // byte k has no parse: so for every token sharing the first k + 1 bytes
     size_t j = i;
     do {
-      if (dependent) sm.dependent.push_back(sorted[j]);
+      refused(sorted[j], ds[k]);
       ++j;
     } while (j < sorted.size() && lcp[j] >= k + 1);
     i = j;
   }
+  return true;
+}
+
+}  // namespace
+
+std::optional<SuffixMask> GrammarMasks::compute(std::span<const uint32_t> suffix,
+                                                const std::function<bool()>& cancelled) const {
+  SuffixMask sm{TokenBits(vocab_.size()), {}};
+  struct Depth {
+    StackSet stacks;
+    bool exited = false;  // the frames finished within the bytes so far (the top is a byte set)
+  };
+  std::vector<Depth> ds(1);
+  ds[0].stacks.data.push_back(static_cast<uint32_t>(suffix.size()));
+  ds[0].stacks.data.insert(ds[0].stacks.data.end(), suffix.begin(), suffix.end());
+  const auto step = [&](const Depth& a, uint8_t byte, Depth& z) {
+    if (!matcher_.advance(a.stacks, byte, z.stacks)) return false;
+    z.exited = a.exited || z.stacks.complete();
+    return true;
+  };
+  // Every byte consumed inside the frames (an empty stack cannot consume): accepted. Byte k has no parse inside the
+  // frames: had they finished after fewer bytes, the rest of the stack decides.
+  const bool done = walk_sorted(
+      vocab_, ds, step, [&](int32_t id, const Depth&) { sm.accepted.set(id); },
+      [&](int32_t id, const Depth& d) {
+        if (d.exited) sm.dependent.push_back(id);
+      },
+      cancelled);
+  if (!done) return std::nullopt;
   return sm;
 }
 
@@ -381,7 +411,6 @@ std::optional<SuffixMask> GrammarMasks::compute(std::span<const uint32_t> suffix
 // holds the j after which the frames below ended too within the bytes so far (the stack below the key decides the rest).
 std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_t> key, size_t at,
                                                          const std::function<bool()>& cancelled) const {
-  constexpr size_t kPollEvery = 4096;
   const Repeat& rep = matcher_.grammar().repeats()[key[at] & ~kCounted];
   StackSet item_start, below_start;
   matcher_.expand_rule(rep.item, item_start);
@@ -449,43 +478,16 @@ std::optional<CountedMask> GrammarMasks::compute_counted(std::span<const uint32_
     const uint32_t end = static_cast<uint32_t>(cm.js.size());
     if (end > begin || d.lo != CountedMask::kNone) cm.exits.push_back({id, begin, end, d.lo, d.hi});
   };
-  const std::vector<int32_t>& sorted = vocab_.sorted();
-  const std::vector<uint32_t>& lcp = vocab_.lcp();
   std::vector<Depth> ds(1);
   ds[0].n = 1;
   ds[0].in.resize(1), ds[0].out.resize(1);
   ds[0].in[0].data.push_back(static_cast<uint32_t>(key.size() - at - 1));
   ds[0].in[0].data.insert(ds[0].in[0].data.end(), key.begin() + static_cast<std::ptrdiff_t>(at) + 1, key.end());
-  size_t good = 0, poll = kPollEvery;
-  for (size_t i = 0; i < sorted.size();) {
-    if (cancelled && i >= poll) {
-      if (cancelled()) return std::nullopt;
-      poll = i + kPollEvery;
-    }
-    const std::string& t = vocab_.bytes(sorted[i]);
-    size_t k = std::min<size_t>(lcp[i], good);
-    bool rejected = false;
-    for (; k < t.size(); ++k) {
-      if (ds.size() < k + 2) ds.resize(k + 2);
-      if (!step(ds[k], static_cast<uint8_t>(t[k]), ds[k + 1])) {
-        rejected = true;
-        break;
-      }
-    }
-    if (!rejected) {
-      record(sorted[i], ds[t.size()], true);
-      good = t.size();
-      ++i;
-      continue;
-    }
-    good = k;  // byte k has no parse: every token sharing the first k + 1 bytes has the same exits
-    size_t j = i;
-    do {
-      record(sorted[j], ds[k], false);
-      ++j;
-    } while (j < sorted.size() && lcp[j] >= k + 1);
-    i = j;
-  }
+  // A refused token: every token sharing the bytes up to the one with no parse has the same exits.
+  const bool done = walk_sorted(
+      vocab_, ds, step, [&](int32_t id, const Depth& d) { record(id, d, true); },
+      [&](int32_t id, const Depth& d) { record(id, d, false); }, cancelled);
+  if (!done) return std::nullopt;
   std::stable_sort(cm.inside.begin(), cm.inside.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   if (!cm.inside.empty()) cm.last = cm.inside.back().first;
