@@ -563,28 +563,37 @@ std::shared_ptr<TokenVocabulary> qwen_vocab() {
   return std::const_pointer_cast<TokenVocabulary>(TokenVocabulary::from_tokenizer(qwen35()));
 }
 
+// Follows `ids` (an encoded answer) through a constraint over `cg`: before each token the mask equals brute force,
+// allows that token and not the end token; the answer completes the grammar.
+void expect_brute_force_along(const std::shared_ptr<CompiledGrammar>& cg, const std::vector<int32_t>& ids, int32_t end) {
+  const GrammarMatcher& m = cg->masks().matcher();
+  GrammarConstraint c(cg, {{end}, std::nullopt});
+  StackSet state = m.start(), next;
+  for (int32_t id : ids) {
+    const TokenBits got = c.allowed();
+    ASSERT_EQ(got.words, brute(cg->vocab(), m, state, end).words) << "before token " << id;
+    ASSERT_TRUE(got.test(id));
+    EXPECT_FALSE(got.test(end));
+    c.accept(id);
+    for (char ch : cg->vocab().bytes(id)) {
+      ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
+      std::swap(state, next);
+    }
+  }
+  EXPECT_TRUE(c.complete());
+}
+
 TEST(TokenMasks, QwenVocabularyAlongAnEncodedAnswerMatchesBruteForce) {
   const Tokenizer& tok = qwen35();
   const auto vocab = qwen_vocab();
   ASSERT_GT(vocab->size(), 248000u);
   const int32_t end = tok.require_token_id("<|im_end|>");
   auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[0])), vocab);
-  const GrammarMatcher& m = cg->masks().matcher();
   const std::string answer = "\n{\"name\": \"Zoë \\u00e9 \\\"q\\\"\", \"age\": 37}";
+  const std::vector<int32_t> ids = tok.encode(answer);
+  expect_brute_force_along(cg, ids, end);
   GrammarConstraint c(cg, {{end}, std::nullopt});
-  StackSet state = m.start(), next;
-  for (int32_t id : tok.encode(answer)) {
-    const TokenBits got = c.allowed();
-    ASSERT_EQ(got.words, brute(*vocab, m, state, end).words) << "before token " << id;
-    ASSERT_TRUE(got.test(id));
-    EXPECT_FALSE(got.test(end));
-    c.accept(id);
-    for (char ch : vocab->bytes(id)) {
-      ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
-      std::swap(state, next);
-    }
-  }
-  EXPECT_TRUE(c.complete());
+  for (int32_t id : ids) c.allowed(), c.accept(id);
   const TokenBits last = c.allowed();
   EXPECT_TRUE(last.test(end));
   EXPECT_EQ(last.count(), 1u) << "after the closing brace only the end token";
@@ -603,19 +612,7 @@ TEST(TokenMasks, QwenVocabularyPrecomputedMatchesBruteForce) {
   auto cg = std::make_shared<CompiledGrammar>(JsonGrammar::from_schema(ojson::parse(kSchemas[1])), vocab);
   const PrecomputeStats st = cg->masks().precompute();
   EXPECT_EQ(st.left_to_runtime, 0u);
-  const GrammarMatcher& m = cg->masks().matcher();
-  GrammarConstraint c(cg, {{end}, std::nullopt});
-  StackSet state = m.start(), next;
-  for (int32_t id : tok.encode("{\"a\": -12, \"b\": \"x\u00e9\", \"c\": true}")) {
-    const TokenBits got = c.allowed();
-    ASSERT_EQ(got.words, brute(*vocab, m, state, end).words) << "before token " << id;
-    c.accept(id);
-    for (char ch : vocab->bytes(id)) {
-      ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
-      std::swap(state, next);
-    }
-  }
-  EXPECT_TRUE(c.complete());
+  expect_brute_force_along(cg, tok.encode("{\"a\": -12, \"b\": \"x\u00e9\", \"c\": true}"), end);
   EXPECT_EQ(cg->masks().runtime_walks(), 0u);
 }
 
@@ -644,18 +641,7 @@ TEST(TokenMasks, QwenVocabularyBoundedStringsMatchBruteForce) {
                                     std::string("{\"name\": \"internationa\", \"tags\": [\"\\u00e9xyz\"]}")}) {
     SCOPED_TRACE(answer);
     ASSERT_TRUE(m.matches(answer));
-    GrammarConstraint c(cg, {{end}, std::nullopt});
-    StackSet state = m.start(), next;
-    for (int32_t id : tok.encode(answer)) {
-      const TokenBits got = c.allowed();
-      ASSERT_EQ(got.words, brute(*vocab, m, state, end).words) << "before token " << id;
-      c.accept(id);
-      for (char ch : vocab->bytes(id)) {
-        ASSERT_TRUE(m.advance(state, static_cast<uint8_t>(ch), next));
-        std::swap(state, next);
-      }
-    }
-    EXPECT_TRUE(c.complete());
+    expect_brute_force_along(cg, tok.encode(answer), end);
   }
   EXPECT_FALSE(m.matches("{\"name\": \"internationals\", \"tags\": []}")) << "14 characters";
   EXPECT_EQ(cg->masks().runtime_walks(), 0u);
