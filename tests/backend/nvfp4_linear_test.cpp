@@ -67,8 +67,8 @@ TEST(Nvfp4Quantizer, ZeroRowAndNonFiniteRow) {
   EXPECT_TRUE(std::isnan(cpu::nvfp4_quantize_row(x.data(), 32, 0.0f, codes.data(), scales.data())));
 }
 
-// The AVX2 activation quantizer (both SIMD tables' prepare_a4) writes the same bytes as the scalar reference
-// (nvfp4_quantize_row + layout), which the test above ties to quantize_nvfp4.
+// The AVX2 activation quantizer (both SIMD tables' prepare_a4; the AVX-512 one adds the lane form) writes the same
+// bytes as the scalar reference (nvfp4_quantize_row + layout), which the test above ties to quantize_nvfp4.
 TEST(Nvfp4Quantizer, SimdPrepareIsByteIdenticalToTheScalarReference) {
   std::vector<const cpu::Nvfp4Kernels*> tables;
   if (auto* k = cpu::nvfp4_avx2_kernels()) tables.push_back(k);
@@ -90,9 +90,12 @@ TEST(Nvfp4Quantizer, SimdPrepareIsByteIdenticalToTheScalarReference) {
         std::fill(got.storage.begin(), got.storage.end(), uint8_t{0xCD});
         t->prepare_a4(x.data(), xs, 0, 2, input_scale, got);  // two calls, as the backend splits rows over threads
         t->prepare_a4(x.data(), xs, 2, M, input_scale, got);
+        // + the blocked kernels' s8 values and corrections; + the lane form, which only the AVX-512 table writes
+        const int64_t end = t == cpu::nvfp4_avx512_kernels() ? want.row_bytes : want.blocked + 3 * K / 2;
         for (int64_t m = 0; m < M; ++m) {
-          for (int64_t i = 0; i < want.blocked + 3 * K / 2; ++i) {  // + the blocked kernels' s8 values and corrections
-            if (i >= defined && i < want.blocked) continue;      // padding
+          for (int64_t i = 0; i < end; ++i) {
+            if (i >= defined && i < want.blocked) continue;                 // padding
+            if (i >= want.blocked + 3 * K / 2 && i < want.lanes) continue;  // padding
             if (want.row(m)[i] != got.row(m)[i]) {
               ADD_FAILURE() << t->name << " K=" << K << " input_scale " << input_scale << " row " << m << " byte " << i
                             << ": " << int(got.row(m)[i]) << " != " << int(want.row(m)[i]);

@@ -44,7 +44,8 @@ const Kernels *pick_kernels(CpuSimd simd) {
 
 // kScalar: the scalar reference; kAvx2: the AVX2 kernels; kAuto: AVX-512 VNNI
 // where the CPU has it, else AVX2. legacy: the table's 4 x 1 W4A4 kernel in
-// place of the blocked one (bit-identical).
+// place of the blocked one (AVX2: bit-identical; AVX-512: the lane kernel
+// sums in another order).
 const Nvfp4Kernels *pick_nvfp4_kernels(CpuSimd simd, bool legacy) {
   const Nvfp4Kernels *avx2 =
       legacy ? nvfp4_avx2_4x1_kernels() : nvfp4_avx2_kernels();

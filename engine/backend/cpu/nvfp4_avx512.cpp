@@ -1,7 +1,8 @@
 // AVX-512 (F, BW, VL, VNNI) NVFP4 kernels: packed weights decoded in registers,
-// 256 elements (16 blocks) per step; for W4A4 a 4 x 1 kernel (each activation
-// row's signs folded into the weight lookup) and a blocked one (the weight
-// chunk decoded once for 2-4 rows), bit-identical to each other.
+// 256 elements (16 blocks) per step; for W4A4 the lane kernel (one 32-bit lane
+// per block, the weight chunk decoded once for 1-4 rows) and the 4 x 1 kernel
+// it replaced (each activation row's signs folded into the weight lookup; kept
+// for before/after benches), which sums in another order.
 // Every function carries a target attribute and runs only after the runtime CPU
 // check in nvfp4_avx512_kernels().
 #include "engine/backend/cpu/kernels.h"
@@ -166,28 +167,100 @@ NINFER_AVX512 void w4a4_4x1(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
   }
 }
 
-// The blocked form of w4a4_rows (issue 23): each 256-element weight chunk is
-// decoded once for the MR (2-4) rows, to u8 2·e2m1 + 12 (in [0, 24]) by one
-// vpshufb per nibble half, and each row's s8 activation values (the prepared
-// blocked form, signs included) go straight into vpdpbusd; the row's correction
-// 12·Σa per half block turns the sum into the exact integer I. The lanes, their
-// half blocks, the exact terms I·(sa·sw) and the order they are added in are
-// w4a4_rows's, and so is the scalar tail past K256: every output has the 4 x 1
-// kernel's bits.
+// The lane form (issue 23): one 32-bit lane per 16-element block. A 256-element
+// chunk of a weight row is two 64-byte code vectors c0 (blocks 0-7, 8 bytes
+// each) and c1 (blocks 8-15). vpermt2d gathers the first dword of every block
+// into A and the second into B (lane b = block b), and each nibble half of A and
+// B is looked up as u8 2·e2m1 + 12 (in [0, 24]). The activation's s8 values
+// went through the same dword permutation when the row was prepared
+// (write_lanes), so four vpdpbusd started from the row's −12·Σa of each block
+// leave the block's exact integer dot I_b in lane b. Then one conversion, one
+// multiply by the block's scale product and one FMA per 16 blocks (the 4 x 1
+// kernel needs two of each, and twice the scale work, per 16 blocks).
+//
+// The scales are scaled to stay exact without the multiply by 2^120 of
+// e4m3_to_f32: the weight's E4M3 bits are moved into an f32 without it
+// (sw · 2^-120, possibly an f32 subnormal, exactly) and the activation's scale
+// was stored as sa · 2^64, so the product is sa · sw · 2^-56, exact (both have
+// 4 significant bits and are multiples of 2^-9, so every term I · sa · sw · 2^-56
+// is a multiple of 2^-74 and no sum of them is subnormal): the lane sums are
+// exactly 2^-56 times the unscaled ones, and one multiply by 2^56 at the end
+// restores them bit for bit.
+//
+// Each row's terms and the order they are added in are the same for every row
+// count, so an output has the same bits whichever tile computes it (decode and
+// speculative verification rows agree). Against the 4 x 1 kernel the order of
+// the sum differs (lane per block instead of per half block).
+constexpr int64_t kLaneChunk = Nvfp4A4Rows::kNvfp4LaneChunkBytes;
+
+// vpermt2d indices: the first (even) and second (odd) dword of each block.
+NINFER_AVX512 inline __m512i first_dwords() {
+  return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                           28, 30);
+}
+NINFER_AVX512 inline __m512i second_dwords() {
+  return _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                           29, 31);
+}
+
+// Writes rows [r0, r1)'s lane form from their blocked form (val_lo / val_hi,
+// corr) and scale_dup.
+NINFER_AVX512 void write_lanes(Nvfp4A4Rows &out, int64_t r0, int64_t r1) {
+  const __m512i ie = first_dwords(), io = second_dwords();
+  const int64_t chunks = out.K / 256;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int8_t *vlo = out.val_lo(r), *vhi = out.val_hi(r);
+    const int32_t *corr = out.corr(r);
+    const float *sdup = out.scale_dup(r);
+    for (int64_t c = 0; c < chunks; ++c) {
+      auto *dst = const_cast<uint8_t *>(out.lane_chunk(r, c));
+      const int8_t *vals[2] = {vlo + 128 * c, vhi + 128 * c};
+      for (int h = 0; h < 2; ++h) { // A_lo, A_hi, B_lo, B_hi
+        const __m512i v0 = _mm512_loadu_si512(vals[h]),
+                      v1 = _mm512_loadu_si512(vals[h] + 64);
+        _mm512_storeu_si512(dst + 64 * h,
+                            _mm512_permutex2var_epi32(v0, ie, v1));
+        _mm512_storeu_si512(dst + 128 + 64 * h,
+                            _mm512_permutex2var_epi32(v0, io, v1));
+      }
+      const __m512i h0 = _mm512_loadu_si512(corr + 32 * c),
+                    h1 = _mm512_loadu_si512(corr + 32 * c + 16);
+      const __m512i block = _mm512_add_epi32(
+          _mm512_permutex2var_epi32(h0, ie, h1),
+          _mm512_permutex2var_epi32(h0, io, h1));
+      _mm512_storeu_si512(dst + 256,
+                          _mm512_sub_epi32(_mm512_setzero_si512(), block));
+      const __m512 s = _mm512_permutex2var_ps(
+          _mm512_loadu_ps(sdup + 32 * c), ie,
+          _mm512_loadu_ps(sdup + 32 * c + 16));
+      _mm512_storeu_ps(reinterpret_cast<float *>(dst + 320),
+                       _mm512_mul_ps(s, _mm512_set1_ps(0x1p64f)));
+    }
+  }
+}
+
+// u8 2·e2m1 + 12 of the low nibble of each byte of v.
+NINFER_AVX512 inline __m512i lookup_lo(__m512i v, __m512i lut) {
+  return _mm512_shuffle_epi8(lut, _mm512_and_si512(v, _mm512_set1_epi8(0x0F)));
+}
+
+// E4M3 bytes (one per 32-bit lane) -> f32 value · 2^-120, exactly (see above).
+NINFER_AVX512 inline __m512 e4m3_to_f32_2m120(__m512i b) {
+  const __m512i t = _mm512_srai_epi32(_mm512_slli_epi32(b, 24), 4);
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(t, _mm512_set1_epi32(static_cast<int>(0x87FFFFFFu))));
+}
+
 template <int MR>
-NINFER_AVX512 void w4a4_blocked_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
-                                     int64_t m0, int64_t n0, int64_t n1,
-                                     float *y, int64_t ys, bool acc) {
+NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a, int64_t m0,
+                int64_t n0, int64_t n1, float *y, int64_t ys, bool acc) {
   const int64_t K = w.K, K256 = K / 256 * 256;
   const __m512i lut = _mm512_broadcast_i32x4(
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const int8_t *vlo[MR], *vhi[MR];
-  const int32_t *cr[MR];
-  const float *sa[MR];
+  const __m512i ie = first_dwords(), io = second_dwords();
+  const uint8_t *rows[MR];
   for (int m = 0; m < MR; ++m)
-    vlo[m] = a.val_lo(m0 + m), vhi[m] = a.val_hi(m0 + m),
-    cr[m] = a.corr(m0 + m), sa[m] = a.scale_dup(m0 + m);
+    rows[m] = a.lane_chunk(m0 + m, 0);
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *wc = w.codes + n * (K / 2);
     const uint8_t *ws = w.scales + n * (K / 16);
@@ -195,52 +268,63 @@ NINFER_AVX512 void w4a4_blocked_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
     for (int m = 0; m < MR; ++m)
       accv[m] = _mm512_setzero_ps();
     for (int64_t k = 0; k < K256; k += 256) {
-      const int64_t j =
-          k / 2; // code byte offset; half blocks of the chunk start at k / 8
       prefetch_step(wc, ws, k);
-      __m512 sw[2];
-      step_scales(ws, k, sw);
-      __m512i wl[2], wh[2];
-      for (int q = 0; q < 2; ++q) {
-        const __m512i c = _mm512_loadu_si512(wc + j + 64 * q);
-        wl[q] = _mm512_shuffle_epi8(lut, _mm512_and_si512(c, low4));
-        wh[q] = _mm512_shuffle_epi8(
-            lut, _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
-      }
+      const __m512i c0 = _mm512_loadu_si512(wc + k / 2),
+                    c1 = _mm512_loadu_si512(wc + k / 2 + 64);
+      const __m512i A = _mm512_permutex2var_epi32(c0, ie, c1),
+                    B = _mm512_permutex2var_epi32(c0, io, c1);
+      const __m512i w0 = lookup_lo(A, lut),
+                    w1 = lookup_lo(_mm512_srli_epi16(A, 4), lut),
+                    w2 = lookup_lo(B, lut),
+                    w3 = lookup_lo(_mm512_srli_epi16(B, 4), lut);
+      const __m512 sw = e4m3_to_f32_2m120(_mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(ws + k / 16))));
+      const int64_t c = k / 256 * kLaneChunk;
       for (int m = 0; m < MR; ++m) {
-        for (int q = 0; q < 2; ++q) {
-          const int64_t jq = j + 64 * q, h = k / 8 + 16 * q;
-          __m512i i = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wl[q],
-                                          _mm512_loadu_si512(vlo[m] + jq));
-          i = _mm512_dpbusd_epi32(i, wh[q], _mm512_loadu_si512(vhi[m] + jq));
-          i = _mm512_sub_epi32(i, _mm512_loadu_si512(cr[m] + h));
-          accv[m] = _mm512_fmadd_ps(
-              _mm512_cvtepi32_ps(i),
-              _mm512_mul_ps(sw[q], _mm512_loadu_ps(sa[m] + h)), accv[m]);
-        }
+        const uint8_t *l = rows[m] + c;
+        __m512i i = _mm512_loadu_si512(l + 256); // −12 · Σa of each block
+        i = _mm512_dpbusd_epi32(i, w0, _mm512_loadu_si512(l));
+        i = _mm512_dpbusd_epi32(i, w1, _mm512_loadu_si512(l + 64));
+        i = _mm512_dpbusd_epi32(i, w2, _mm512_loadu_si512(l + 128));
+        i = _mm512_dpbusd_epi32(i, w3, _mm512_loadu_si512(l + 192));
+        accv[m] = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(i),
+            _mm512_mul_ps(sw, _mm512_loadu_ps(
+                                  reinterpret_cast<const float *>(l + 320))),
+            accv[m]);
       }
     }
+    for (int m = 0; m < MR; ++m)
+      accv[m] = _mm512_mul_ps(accv[m], _mm512_set1_ps(0x1p56f));
     store_w4a4<MR>(accv, w, a, m0, n, K256, y, ys, acc);
   }
 }
 
-NINFER_AVX512 void w4a4_blocked(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
-                                int64_t m0, int rows, int64_t n0, int64_t n1,
-                                float *y, int64_t ys, bool acc) {
+NINFER_AVX512 void w4a4_lanes(const Nvfp4Weight &w, const Nvfp4A4Rows &a, int64_t m0,
+                int rows, int64_t n0, int64_t n1, float *y, int64_t ys,
+                bool acc) {
   switch (rows) {
   case 1:
-    w4a4_rows<1>(w, a, m0, n0, n1, y, ys, acc);
-    break; // decode-bound GEMV: the 4 x 1 kernel
+    w4a4_lanes_rows<1>(w, a, m0, n0, n1, y, ys, acc);
+    break;
   case 2:
-    w4a4_blocked_rows<2>(w, a, m0, n0, n1, y, ys, acc);
+    w4a4_lanes_rows<2>(w, a, m0, n0, n1, y, ys, acc);
     break;
   case 3:
-    w4a4_blocked_rows<3>(w, a, m0, n0, n1, y, ys, acc);
+    w4a4_lanes_rows<3>(w, a, m0, n0, n1, y, ys, acc);
     break;
   default:
-    w4a4_blocked_rows<4>(w, a, m0, n0, n1, y, ys, acc);
+    w4a4_lanes_rows<4>(w, a, m0, n0, n1, y, ys, acc);
     break;
   }
+}
+
+// The table's activation quantizer: the AVX2 one, then the lane form.
+NINFER_AVX512 void prepare_a4_lanes(const float *x, int64_t xs, int64_t r0,
+                                    int64_t r1, float input_scale,
+                                    Nvfp4A4Rows &out) {
+  nvfp4_prepare_a4_avx2(x, xs, r0, r1, input_scale, out);
+  write_lanes(out, r0, r1);
 }
 
 template <int MR>
@@ -322,14 +406,14 @@ NINFER_AVX512 void w4a16(const Nvfp4Weight &w, const float *xp, int rows,
 
 const Nvfp4Kernels *nvfp4_avx512_kernels() {
   static const bool ok = cpu_supports_avx512_vnni();
-  static const Nvfp4Kernels k{"avx512-vnni", w4a4_blocked, w4a16,
-                              nvfp4_prepare_a4_avx2}; // AVX-512 implies AVX2
+  static const Nvfp4Kernels k{"avx512-vnni", w4a4_lanes, w4a16,
+                              prepare_a4_lanes};
   return ok ? &k : nullptr;
 }
 
 const Nvfp4Kernels *nvfp4_avx512_4x1_kernels() {
   static const Nvfp4Kernels k{"avx512-vnni-4x1", w4a4_4x1, w4a16,
-                              nvfp4_prepare_a4_avx2};
+                              nvfp4_prepare_a4_avx2}; // AVX-512 implies AVX2
   return nvfp4_avx512_kernels() ? &k : nullptr;
 }
 

@@ -70,11 +70,13 @@ constexpr int64_t kNvfp4PrefetchAhead = 8192;
 // scales; then, at the 64-byte boundary `blocked`, the blocked kernels' form:
 // signed 2·e2m1 as s8 of the even (K/2) and odd (K/2) elements and K/8 int32
 // offset corrections, 12 · Σ of the 8 values of each half block h (elements
-// 8h..8h+7).
+// 8h..8h+7); then, at the 64-byte boundary `lanes`, the AVX-512 kernel's
+// one-lane-per-block form (written by its table's prepare_a4 only): per
+// 256-element chunk c, kNvfp4LaneChunkBytes at lanes + c · kNvfp4LaneChunkBytes.
 struct Nvfp4A4Rows {
   AlignedVector<uint8_t> storage; // row r at r · row_bytes, a multiple of 64:
                                   // every row starts on a cache line
-  int64_t K = 0, row_bytes = 0, blocked = 0;
+  int64_t K = 0, row_bytes = 0, blocked = 0, lanes = 0;
   const uint8_t *row(int64_t r) const { return storage.data() + r * row_bytes; }
   const uint8_t *mag_lo(int64_t r) const { return row(r); }
   const uint8_t *mag_hi(int64_t r) const { return row(r) + K / 2; }
@@ -97,12 +99,25 @@ struct Nvfp4A4Rows {
   const int32_t *corr(int64_t r) const {
     return reinterpret_cast<const int32_t *>(row(r) + blocked + K);
   }
+  // Chunk c of row r's lane form (nvfp4_avx512.cpp, write_lanes): 4 × 64 s8
+  // values, 16 int32 −12·Σ per block, 16 f32 e4m3(sa_b) · 2^64.
+  const uint8_t *lane_chunk(int64_t r, int64_t c) const {
+    return row(r) + lanes + c * kNvfp4LaneChunkBytes;
+  }
+  static constexpr int64_t kNvfp4LaneChunkBytes = 384;
 };
 // Quantizes rows [r0, r1) of x (row stride xs floats) into `out`, which must
 // already be sized for M rows.
 void nvfp4_prepare_a4(const float *x, int64_t xs, int64_t r0, int64_t r1,
                       float input_scale, Nvfp4A4Rows &out);
 void nvfp4_size_a4(int64_t M, int64_t K, Nvfp4A4Rows &out);
+// Row r's lane form (the AVX-512 lane kernel's input) from its blocked form and
+// scales, in scalar code: per 256-element chunk, block b's s8 values at lane b
+// of four 64-byte vectors (its values 0, 2, 4, 6 | 1, 3, 5, 7 | 8, 10, 12, 14 |
+// 9, 11, 13, 15), then −12 · Σ of its values (int32) and e4m3(sa_b) · 2^64
+// (f32) at lane b. nvfp4_prepare_a4 calls it; the AVX-512 table's prepare_a4
+// writes the same bytes.
+void nvfp4_write_lanes(Nvfp4A4Rows &out, int64_t r);
 
 // W4A16 rows: x reordered in groups of 32 as [16 even elements | 16 odd
 // elements], row r at base + r * K.
@@ -111,7 +126,8 @@ void nvfp4_prepare_a16(const float *x, int64_t xs, int64_t r0, int64_t r1,
 
 // y[m * ys + n] = (acc ? y : 0) + dot(row m0 + m, weight row n), m < rows (≤
 // kNvfp4MaxRows), n in [n0, n1). prepare_a4 is nvfp4_prepare_a4 (same
-// signature), byte-identical output.
+// signature), byte-identical output (the AVX2 table's leaves the lane form,
+// which only the AVX-512 kernel reads, unwritten).
 struct Nvfp4Kernels {
   const char *name;
   void (*w4a4)(const Nvfp4Weight &w, const Nvfp4A4Rows &a, int64_t m0, int rows,
@@ -125,8 +141,8 @@ struct Nvfp4Kernels {
 // F/BW/VL/VNNI; AVX2/FMA).
 const Nvfp4Kernels *nvfp4_avx512_kernels();
 // The AVX-512 table with its 4 x 1 W4A4 kernel for every row count (the form
-// before the blocked one, bit-identical to it), for tests and before/after
-// benches (CpuBackendOptions::legacy_gemm); nullptr where
+// before the lane kernel, which sums in another order), for tests and
+// before/after benches (CpuBackendOptions::legacy_gemm); nullptr where
 // nvfp4_avx512_kernels() is.
 const Nvfp4Kernels *nvfp4_avx512_4x1_kernels();
 const Nvfp4Kernels *nvfp4_avx2_kernels();

@@ -133,7 +133,8 @@ void nvfp4_size_a4(int64_t M, int64_t K, Nvfp4A4Rows& out) {
   out.K = K;
   // mag/sgn (2K bytes), K/8 + 1 floats, raw codes K/2 and scales K/16; rounded to 64 bytes.
   out.blocked = (2 * K + 4 * (K / 8 + 1) + K / 2 + K / 16 + 63) / 64 * 64;
-  out.row_bytes = out.blocked + (K / 2 + K / 2 + 4 * (K / 8) + 63) / 64 * 64;  // + s8 values, int32 corrections
+  out.lanes = out.blocked + (K / 2 + K / 2 + 4 * (K / 8) + 63) / 64 * 64;  // + s8 values, int32 corrections
+  out.row_bytes = out.lanes + K / 256 * Nvfp4A4Rows::kNvfp4LaneChunkBytes;     // + the AVX-512 lane form
   const size_t need = static_cast<size_t>(M * out.row_bytes);
   if (out.storage.size() < need) out.storage.resize(need);
 }
@@ -170,6 +171,30 @@ void nvfp4_prepare_a4(const float* x, int64_t xs, int64_t r0, int64_t r1, float 
     const auto& e4m3 = e4m3_table();
     for (int64_t b = 0; b < K / 16; ++b) sdup[2 * b] = sdup[2 * b + 1] = e4m3[scales[b]];
     sdup[K / 8] = g;
+    nvfp4_write_lanes(out, r);
+  }
+}
+
+void nvfp4_write_lanes(Nvfp4A4Rows& out, int64_t r) {
+  const int8_t* val_lo = out.val_lo(r);
+  const int8_t* val_hi = out.val_hi(r);
+  const int32_t* corr = out.corr(r);
+  const float* sdup = out.scale_dup(r);
+  for (int64_t c = 0; c < out.K / 256; ++c) {
+    auto* dst = const_cast<uint8_t*>(out.lane_chunk(r, c));
+    for (int64_t b = 0; b < 16; ++b) {
+      const int64_t j = 128 * c + 8 * b;  // block b's first value byte in val_lo / val_hi
+      for (int64_t i = 0; i < 4; ++i) {
+        dst[4 * b + i] = static_cast<uint8_t>(val_lo[j + i]);
+        dst[64 + 4 * b + i] = static_cast<uint8_t>(val_hi[j + i]);
+        dst[128 + 4 * b + i] = static_cast<uint8_t>(val_lo[j + 4 + i]);
+        dst[192 + 4 * b + i] = static_cast<uint8_t>(val_hi[j + 4 + i]);
+      }
+      const int32_t neg = -(corr[32 * c + 2 * b] + corr[32 * c + 2 * b + 1]);
+      const float sa = sdup[32 * c + 2 * b] * 0x1p64f;
+      std::memcpy(dst + 256 + 4 * b, &neg, 4);
+      std::memcpy(dst + 320 + 4 * b, &sa, 4);
+    }
   }
 }
 
