@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
     eo.devices = opt.devices;  // CUDA TP: one per rank (empty: 0..tp-1)
     eo.threads = opt.threads;
     eo.nvfp4_activations = opt.nvfp4_w4a16 ? ninfer::Nvfp4Activations::kFloat : ninfer::Nvfp4Activations::kNvfp4;
+    eo.bf16_activations = opt.bf16_activations;
+    if (opt.bf16_activations && backend_kind == ninfer::BackendKind::kCuda)
+      spdlog::warn("--dense-activations bf16 applies to the CPU backend only; the CUDA backend's linears are unchanged");
     eo.step_graphs = opt.cuda_graphs;
     eo.greedy = opt.greedy;
     if (tokenizer)  // padded rows never produced

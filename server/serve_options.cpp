@@ -151,6 +151,7 @@ ParsedServeOptions parse_serve_options(int argc, const char *const *argv,
   std::string kv_dtype = "bf16";
   std::string spec = "none";
   std::string nvfp4_activations = "w4a4";
+  std::string dense_activations = "f32";
   std::string cuda_graphs = "off";
   std::string devices;
   std::string api_keys;
@@ -194,6 +195,12 @@ ParsedServeOptions parse_serve_options(int argc, const char *const *argv,
                  "elements) or w4a16 (kept in f32)")
       ->capture_default_str()
       ->check(CLI::IsMember({"w4a4", "w4a16"}));
+  app.add_option("--dense-activations", dense_activations,
+                 "Activations of bf16-weight layers on the CPU backend: f32 "
+                 "(exact products) or bf16 (rounded to bf16 and multiplied "
+                 "with AVX512-BF16 where the CPU has it, as llama.cpp does)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--cuda-graphs", cuda_graphs,
                  "Replay decode and verification steps as recorded CUDA graphs "
                  "(docs/cuda-graphs.md); off until "
@@ -388,6 +395,7 @@ ParsedServeOptions parse_serve_options(int argc, const char *const *argv,
                : kv_dtype == "f16"  ? KvDtype::kF16
                                     : KvDtype::kF32;
   o.nvfp4_w4a16 = nvfp4_activations == "w4a16";
+  o.bf16_activations = dense_activations == "bf16";
   o.cuda_graphs = cuda_graphs == "on";
   o.spec = spec == "mtp"       ? SpecMethod::kMtp
            : spec == "dflash2" ? SpecMethod::kDflash2
@@ -507,10 +515,12 @@ std::string describe(const ServeOptions &o) {
                      : std::string();
   s += o.kv_capacity ? fmt::format(" --kv-capacity {}", *o.kv_capacity)
                      : " --kv-capacity auto";
-  s += fmt::format(" --kv-dtype {} --nvfp4-activations {} --max-concurrency {} "
+  s += fmt::format(" --kv-dtype {} --nvfp4-activations {} "
+                   "--dense-activations {} --max-concurrency {} "
                    "--backend {} --tp {}",
                    kv_dtype_name(o.kv_dtype), o.nvfp4_w4a16 ? "w4a16" : "w4a4",
-                   o.max_concurrency, o.backend, o.tp);
+                   o.bf16_activations ? "bf16" : "f32", o.max_concurrency,
+                   o.backend, o.tp);
   if (!o.devices.empty())
     s += fmt::format(" --devices {}", fmt::join(o.devices, ","));
   if (o.nnodes > 1)

@@ -32,6 +32,8 @@ struct ServeOptions {
   KvDtype kv_dtype = KvDtype::kBf16; // --kv-dtype
   bool nvfp4_w4a16 = false; // --nvfp4-activations w4a16 (default w4a4): NVFP4
                             // layers keep f32 inputs
+  bool bf16_activations = false; // --dense-activations bf16 (default f32):
+                                 // bf16-weight layers round their inputs
   int max_concurrency = 4;  // --max-concurrency: sequences decoded together
   int max_n = 16;           // --max-n: choices per request (`n`), 1..64
   bool cuda_graphs =

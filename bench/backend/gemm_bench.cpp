@@ -44,9 +44,14 @@ int main(int argc, char** argv) {
   bool kernels_only = false;
   app.add_flag("--kernels-only", kernels_only,
                "skip the bandwidth and FMA peak probes (for CPU-time counts, perf stat -e task-clock, of the GEMMs)");
+  bool bf16_activations = false;
+  app.add_flag("--bf16-activations", bf16_activations,
+               "bf16 weights with activations rounded to bf16 (CpuBackendOptions::bf16_activations, "
+               "ninfer-serve --dense-activations bf16); with --variant both, timed against f32 activations");
   CLI11_PARSE(app, argc, argv);
 
-  const CpuBackendOptions opt = cpu.options();
+  CpuBackendOptions opt = cpu.options();
+  opt.bf16_activations = bf16_activations;
   auto be = make_cpu_backend(opt);
 
   const size_t bw_bytes = 512ull << 20;
@@ -81,7 +86,8 @@ int main(int argc, char** argv) {
                  pct(wbytes / t, copy_bw), pct(wbytes / t, read_bw), flop / t / 1e9, pct(flop / t, peak));
       return;
     }
-    o.legacy_gemm = true;
+    if (bf16_activations) o.bf16_activations = false;  // "legacy" = f32 activations, the same GEMM paths
+    else o.legacy_gemm = true;
     auto be_old = make_cpu_backend(o);
     const auto [t_old, t_new] = bench::median_seconds_pair(
         reps, [&] { be_old->linear(yt, xt, w); }, [&] { be_now->linear(yt, xt, w); });

@@ -99,7 +99,7 @@ if [ "$prefill" = 0 ]; then
 fi
 
 # Prompt processing, case by case: llama.cpp (Q4_0, bf16; llama-bench's own warm-up run first) then ninfer (W4A4,
-# bf16; after its short warm-up request), so both see the machine in the same minutes.
+# bf16, and bf16 with --dense-activations bf16 as llama.cpp rounds them; after its short warm-up request), so both see the machine in the same minutes.
 echo "== prefill, shape $shape, cases (threads:prompt:chunk) $cases; llama.cpp $llama"
 echo "llama.cpp columns: model | size | params | backend | threads | n_batch | n_ubatch | test | t/s"
 for c in $cases; do
@@ -109,5 +109,5 @@ for c in $cases; do
   for m in q4_0 bf16; do lbench -m "$DIR/model-$m.gguf" -t "$t" -p "$p" -n 0 -b "$p" -ub "$u" -r 1; done
   echo "-- case $c: ninfer"
   "$decode" --dir "$DIR" --shape "$shape" --threads "$t" --prompt "$p" --prefill-chunk "$u" --prefill-only \
-    --variants w4a4,bf16 2>/dev/null | grep -E '^\| (w4a4|bf16) '
+    --variants w4a4,bf16,bf16-act 2>/dev/null | grep -E '^\| (w4a4|bf16|bf16-act) '
 done

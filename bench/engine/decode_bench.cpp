@@ -76,6 +76,7 @@ Measured measure(const std::string &variant, const std::string &path,
             .kv_dtype = DType::kBF16,
             .threads = threads,
             .nvfp4_activations = mode,
+            .bf16_activations = variant == "bf16-act",
             .op_profile = profile});
   std::fprintf(stderr, "%s: warming up (pages the weights in)...\n",
                variant.c_str());
@@ -138,7 +139,8 @@ int main(int argc, char **argv) {
                  "comma-separated: bf16 (the packed model), w4a4 / w4a16 (its "
                  "NVFP4 derivative, activations NVFP4 / f32), "
                  "w4a4-head (the NVFP4 derivative with an nvfp4 lm_head too: "
-                 "ninfer-pack --quant-lm-head nvfp4)");
+                 "ninfer-pack --quant-lm-head nvfp4), bf16-act (the packed "
+                 "model with --dense-activations bf16)");
   app.add_flag("--profile-ops", o.profile_ops,
                "time every backend op (ProfilingBackend) and print where the "
                "prefill and the batch-1 decode spend it");
@@ -148,10 +150,12 @@ int main(int argc, char **argv) {
   {
     std::stringstream ss(variants);
     for (std::string v; std::getline(ss, v, ',');) {
-      if (v != "bf16" && v != "w4a4" && v != "w4a16" && v != "w4a4-head") {
-        std::fprintf(
-            stderr, "--variants: unknown '%s' (bf16, w4a4, w4a16, w4a4-head)\n",
-            v.c_str());
+      if (v != "bf16" && v != "w4a4" && v != "w4a16" && v != "w4a4-head" &&
+          v != "bf16-act") {
+        std::fprintf(stderr,
+                     "--variants: unknown '%s' (bf16, w4a4, w4a16, w4a4-head, "
+                     "bf16-act)\n",
+                     v.c_str());
         return 2;
       }
       wanted.push_back(v);
@@ -178,7 +182,7 @@ int main(int argc, char **argv) {
   for (const auto &v : wanted) {
     rows.push_back(measure(
         v,
-        v == "bf16"        ? art
+        v == "bf16" || v == "bf16-act" ? art
         : v == "w4a4-head" ? model.nvfp4_head
                            : model.nvfp4,
         v == "w4a16" ? Nvfp4Activations::kFloat : Nvfp4Activations::kNvfp4, o));

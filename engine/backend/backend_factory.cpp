@@ -64,7 +64,8 @@ std::unique_ptr<Backend> make_backend(const BackendSelection& s) {
   if (kind == BackendKind::kCuda)
     b = make_cuda_backend({.device = s.device, .nvfp4_activations = s.nvfp4_activations});
   else
-    b = make_cpu_backend({.threads = s.threads, .nvfp4_activations = s.nvfp4_activations});
+    b = make_cpu_backend(
+        {.threads = s.threads, .nvfp4_activations = s.nvfp4_activations, .bf16_activations = s.bf16_activations});
   if (s.op_profile) b = std::make_unique<ProfilingBackend>(std::move(b), s.op_profile);
   spdlog::info("backend: {} ({})", b->name(), why);
   return b;

@@ -22,6 +22,7 @@ struct BackendSelection {
   int device = 0;   // CUDA device index
   int threads = 0;  // CPU backend threads (0 = all cores)
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;
+  bool bf16_activations = false;  // CpuBackendOptions::bf16_activations (the CPU backend only)
   // Set: the backend is wrapped in a ProfilingBackend recording every op's time here (benchmarks; docs/backend.md).
   std::shared_ptr<OpProfile> op_profile = nullptr;
 };

@@ -28,6 +28,7 @@ void run_tp_follower(const Artifact& artifact, const ModelConfig& config, GlooGr
          rank, setup.artifact_bytes, setup.hidden_size, setup.num_layers, setup.vocab_size, setup.tp, artifact.path(),
          mine.artifact_bytes, mine.hidden_size, mine.num_layers, mine.vocab_size, group.size());
   backend.nvfp4_activations = static_cast<Nvfp4Activations>(setup.nvfp4_activations);
+  backend.bf16_activations = setup.bf16_activations != 0;
   const TpSetup tp{.tp = setup.tp,
                    .backend = backend,
                    .kv = KvCacheConfig{.block_size = setup.kv_block_size,

@@ -74,6 +74,7 @@ struct GroupSetup {
   uint8_t kv_dtype = 0;  // DType
   int64_t state_slots = 0, state_checkpoints = 0, state_extra_rows = 0;
   uint8_t nvfp4_activations = 0;  // Nvfp4Activations
+  uint8_t bf16_activations = 0;   // BackendSelection::bf16_activations
   // The model rank 0 loaded: its artifact's size in bytes and shape, compared with the follower's own.
   uint64_t artifact_bytes = 0;
   int64_t hidden_size = 0, num_layers = 0, vocab_size = 0;

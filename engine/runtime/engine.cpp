@@ -89,6 +89,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
                                    .threads = tp > 1 && !options_.process_group ? tp_rank_threads(options_.threads, tp)
                                                                                   : options_.threads,
                                    .nvfp4_activations = options_.nvfp4_activations,
+                                   .bf16_activations = options_.bf16_activations,
                                    .op_profile = options_.op_profile};
   backend_ = make_backend(selection);
   weights_ = std::make_unique<WeightStore>(*backend_);

@@ -55,6 +55,7 @@ struct EngineOptions {
   // later step fails at once): the app ends the server.
   std::function<void(const std::string& why)> on_group_lost = nullptr;
   Nvfp4Activations nvfp4_activations = Nvfp4Activations::kNvfp4;  // W4A4 or W4A16 for nvfp4 weights
+  bool bf16_activations = false;  // bf16 weights on the CPU: activations rounded to bf16 (CpuBackendOptions)
   // Set: every op of every rank's backend is timed into it (ProfilingBackend; benchmarks). Op graphs are then off.
   std::shared_ptr<OpProfile> op_profile = nullptr;
   // Decode and verification steps of the target model replayed as recorded op graphs (CUDA graphs,

@@ -126,6 +126,7 @@ TEST(ServeOptions, BadValuesExitTwoAndNameTheFlag) {
   expect_usage_error({"--max-context", "4096", "--kv-capacity", "1024"}, "--kv-capacity");
   expect_usage_error({"--kv-dtype", "fp8"}, "--kv-dtype");
   expect_usage_error({"--nvfp4-activations", "w8a8"}, "--nvfp4-activations");
+  expect_usage_error({"--dense-activations", "f16"}, "--dense-activations");
   expect_usage_error({"--max-concurrency", "0"}, "--max-concurrency");
   expect_usage_error({"--tp", "0"}, "--tp");
   expect_usage_error({"--devices", "0,x"}, "--devices");
@@ -198,7 +199,7 @@ TEST(ServeOptions, HelpListsEveryFlagAndExitsZero) {
   EXPECT_FALSE(r.options);
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag : {"--model", "--host", "--port", "--prefill-chunk", "--max-context", "--kv-capacity",
-                           "--kv-dtype", "--nvfp4-activations", "--max-concurrency", "--tp", "--devices", "--no-prefix-reuse", "--greedy",
+                           "--kv-dtype", "--nvfp4-activations", "--dense-activations", "--max-concurrency", "--tp", "--devices", "--no-prefix-reuse", "--greedy",
                            "--spec", "--draft-tokens", "--lm-head-draft", "--log-jsonl", "--api-key",
                            "--served-model-name", "--reasoning-budget", "--tool-call-parser", "--threads"})
     EXPECT_NE(r.message.find(flag), std::string::npos) << flag << " missing from --help";
@@ -253,6 +254,12 @@ TEST(ServeOptions, Int8KvAndNvfp4ActivationModes) {
   ParsedServeOptions a = parse({"--nvfp4-activations", "w4a4"});
   ASSERT_TRUE(a.options) << a.message;
   EXPECT_FALSE(a.options->nvfp4_w4a16);
+  EXPECT_FALSE(d.options->bf16_activations);  // f32 activations by default
+  EXPECT_NE(describe(*d.options).find("--dense-activations f32"), std::string::npos) << describe(*d.options);
+  ParsedServeOptions b = parse({"--dense-activations", "bf16"});
+  ASSERT_TRUE(b.options) << b.message;
+  EXPECT_TRUE(b.options->bf16_activations);
+  EXPECT_NE(describe(*b.options).find("--dense-activations bf16"), std::string::npos) << describe(*b.options);
 }
 
 TEST(ServeOptions, UnbuiltFeaturesFailAtStartNamingTheFlag) {

@@ -79,15 +79,21 @@ CpuBackend::CpuBackend(const CpuBackendOptions &options)
     : k_(pick_kernels(options.simd)),
       nvfp4_k_(pick_nvfp4_kernels(options.simd, options.legacy_gemm)),
       nvfp4_activations_(options.nvfp4_activations),
-      legacy_gemm_(options.legacy_gemm), pool_(pick_threads(options.threads)) {
+      legacy_gemm_(options.legacy_gemm),
+      bf16_activations_(options.bf16_activations),
+      bf16_dot_(options.simd == CpuSimd::kAuto ? bf16_dot_avx512() : nullptr),
+      pool_(pick_threads(options.threads)) {
   scratch_.resize(static_cast<size_t>(pool_.size()));
 }
 
 std::string CpuBackend::name() const {
-  return fmt::format("cpu({}, {} threads, nvfp4 {} {})", k_->name, pool_.size(),
-                     nvfp4_k_ ? nvfp4_k_->name : "scalar",
-                     nvfp4_activations_ == Nvfp4Activations::kNvfp4 ? "w4a4"
-                                                                    : "w4a16");
+  return fmt::format(
+      "cpu({}, {} threads, nvfp4 {} {}{})", k_->name, pool_.size(),
+      nvfp4_k_ ? nvfp4_k_->name : "scalar",
+      nvfp4_activations_ == Nvfp4Activations::kNvfp4 ? "w4a4" : "w4a16",
+      !bf16_activations_ ? ""
+      : bf16_dot_        ? ", bf16 activations avx512-bf16"
+                         : ", bf16 activations (rounded, f32 gemm)");
 }
 
 float *CpuBackend::scratch(int thread, size_t n) {
@@ -143,12 +149,32 @@ void CpuBackend::zero(const Tensor &t) {
 
 void CpuBackend::linear(const Tensor &y, const Tensor &x, const Tensor &w,
                         bool accumulate) {
-  const auto [M, N, K] = check_linear(
-      y, x, w, Device::kCpu); // engine/backend/checks/linear_checks.h
-  if (w.dtype == DType::kNVFP4) {
+  check_linear(y, x, w, Device::kCpu); // engine/backend/checks/linear_checks.h
+  if (w.dtype == DType::kNVFP4)
     linear_nvfp4(y, x, w, accumulate); // nvfp4_linear.cpp
-    return;
-  }
+  else if (w.dtype == DType::kBF16 && bf16_activations_)
+    linear_bf16_activations(y, x, w, accumulate); // bf16_linear.cpp
+  else
+    linear_dense(y, x, w, accumulate);
+}
+
+int64_t CpuBackend::weight_rows_per_task(int64_t M, int64_t N,
+                                         int64_t row_bytes,
+                                         int max_rows) const {
+  // Enough tasks to balance the threads; for many activation rows keep the
+  // task's weight panel (re-read once per row tile) within ~256 KiB so it stays
+  // in L2.
+  const int threads = pool_.size();
+  int64_t nb = (N + threads * 4 - 1) / (threads * 4);
+  if (M > max_rows)
+    nb = std::min<int64_t>(
+        nb, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, row_bytes)));
+  return std::max<int64_t>(4, (nb + 3) / 4 * 4);
+}
+
+void CpuBackend::linear_dense(const Tensor &y, const Tensor &x,
+                              const Tensor &w, bool accumulate) {
+  const int64_t M = x.rows(), K = x.row_size(), N = w.dim(0);
   if (M == 0 || N == 0)
     return;
   const GemmFn fn = k_->gemm(w.dtype);
@@ -156,7 +182,6 @@ void CpuBackend::linear(const Tensor &y, const Tensor &x, const Tensor &w,
   const auto *xp = static_cast<const float *>(x.data);
   auto *yp = static_cast<float *>(y.data);
   const int64_t wbytes = static_cast<int64_t>(dtype_element_bytes(w.dtype));
-  const int threads = pool_.size();
   // Activation rows packed once per call for every task (kernels that pack; one
   // row reads x directly).
   const float *packed = nullptr;
@@ -166,15 +191,7 @@ void CpuBackend::linear(const Tensor &y, const Tensor &x, const Tensor &w,
     k_->gemm_pack(xp, xs, M, K, gemm_packed_.data());
     packed = gemm_packed_.data();
   }
-  // Weight rows per task: enough tasks to balance the threads; for many
-  // activation rows keep the task's weight panel (re-read once per 8-row block)
-  // within ~256 KiB so it stays in L2.
-  int64_t nb = (N + threads * 4 - 1) / (threads * 4);
-  if (M > kGemmMaxRows)
-    nb = std::min<int64_t>(
-        nb,
-        std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, K * wbytes)));
-  nb = std::max<int64_t>(4, (nb + 3) / 4 * 4);
+  const int64_t nb = weight_rows_per_task(M, N, K * wbytes, kGemmMaxRows);
   const int64_t tasks = (N + nb - 1) / nb;
   auto run = [&](int64_t t, int) {
     const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);

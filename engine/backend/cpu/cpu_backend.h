@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/bf16_linear.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 #include "engine/backend/cpu/thread_pool.h"
@@ -21,6 +22,7 @@ public:
   Device device() const override { return Device::kCpu; }
   int threads() const { return pool_.size(); }
   Nvfp4Activations nvfp4_activations() const { return nvfp4_activations_; }
+  bool bf16_activations() const { return bf16_activations_; }
   const Kernels &kernels() const { return *k_; }
   // The packed NVFP4 kernels linear() uses; nullptr = the scalar reference
   // (CpuSimd::kScalar or no SIMD).
@@ -75,17 +77,32 @@ public:
 private:
   void linear_nvfp4(const Tensor &y, const Tensor &x, const Tensor &w,
                     bool accumulate);
+  // bf16 weights with CpuBackendOptions::bf16_activations (bf16_linear.cpp).
+  void linear_bf16_activations(const Tensor &y, const Tensor &x,
+                               const Tensor &w, bool accumulate);
+  // f32 activations against f32 / bf16 / f16 weights (cpu_backend.cpp).
+  void linear_dense(const Tensor &y, const Tensor &x, const Tensor &w,
+                    bool accumulate);
+  // Weight rows per task of a linear of M rows over N weight rows of
+  // `row_bytes` each.
+  int64_t weight_rows_per_task(int64_t M, int64_t N, int64_t row_bytes,
+                               int max_rows) const;
 
   const Kernels *k_;
   const Nvfp4Kernels *nvfp4_k_;
   Nvfp4Activations nvfp4_activations_;
   bool legacy_gemm_; // CpuBackendOptions::legacy_gemm
+  bool bf16_activations_; // CpuBackendOptions::bf16_activations
+  Bf16DotFn bf16_dot_;    // nullptr: no AVX512-BF16 (or CpuSimd != kAuto)
   ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;
   Nvfp4A4Rows nvfp4_a4_;           // this call's quantized activations (W4A4)
   AlignedVector<float> nvfp4_a16_; // this call's reordered activations (W4A16)
   AlignedVector<float> gemm_packed_; // this call's packed activations (dense
                                      // gemm, Kernels::gemm_pack)
+  Bf16Rows bf16_rows_;               // this call's bf16-rounded activations
+  AlignedVector<float> bf16_widened_; // the same widened to f32 (without
+                                      // AVX512-BF16)
 };
 
 // ---- helpers shared by the op files ----
