@@ -11,6 +11,7 @@
 #   --llama-cpp   the llama.cpp source checkout (or set LLAMA_CPP=DIR); its build goes to DIR/build
 #   --shape       the synthetic model (ninfer-bench-decode --shape): qwen35 (1 GB, default), qwen35-1b, qwen3-0.6b
 #   --prefill     prompt processing: each case of PREFILL_CASES, llama.cpp then ninfer, W4A4 vs Q4_0 and bf16 vs bf16
+#                 (ninfer bf16 with f32 activations, and `bf16-act`: --dense-activations bf16, as llama.cpp rounds them)
 # Environment: LLAMA_CPP (as --llama-cpp), DIR (models; default /tmp/nvfp4-bench for qwen35, else
 # /tmp/ninfer-llama-SHAPE), PYTHON (runs llama.cpp's converter; default: the tools venv through scripts/tools-env.sh),
 # NINFER_JOBS (build jobs, default nproc), PREFILL_CASES (--prefill: "THREADS:PROMPT:CHUNK ...", default
