@@ -84,6 +84,27 @@ TEST(Engine, GreedyMatchesTransformersAndReportsTimings) {
   }
 }
 
+// --dense-activations bf16 reaches the backend through EngineOptions: the bf16 reference model's linears run with
+// bf16 activations (the backend says so, and bf16 linears ran) and requests complete. Its logits against the exact
+// ones: GoldenBf16.Bf16ActivationsStayNearTheExactLogits (tests/model/golden_test.cpp).
+TEST(Engine, Bf16ActivationsReachTheBackend) {
+  auto profile = std::make_shared<OpProfile>();
+  EngineFixture f("qwen35_untied_bf16", {.max_context = 512, .prefill_chunk = 48, .max_concurrency = 2,
+                                         .threads = 2, .bf16_activations = true, .op_profile = profile});
+  EXPECT_NE(f.engine->backend_name().find("bf16 activations"), std::string::npos) << f.engine->backend_name();
+  EngineRequest r;
+  r.prompt = prompt("qwen35_untied_bf16", 0);
+  r.sampling.greedy = true;
+  r.max_tokens = 16;
+  auto c = f.run(r);
+  c->wait();
+  EXPECT_EQ(c->result.completion_tokens, 16);
+  uint64_t bf16_linears = 0;
+  for (const OpProfile::Entry& e : profile->entries())
+    if (e.op.rfind("linear bf16", 0) == 0) bf16_linears += e.calls;
+  EXPECT_GT(bf16_linears, 0u) << profile->table();
+}
+
 // One linear through the profiler: the inner backend's bits, labelled by weight dtype and row count, 2·M·N·K FLOPs.
 TEST(OpProfile, ALinearIsTimedWithItsFlopsAndTheSameResult) {
   auto profile = std::make_shared<OpProfile>();

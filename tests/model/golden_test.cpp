@@ -1,4 +1,6 @@
 // The CPU engine against transformers: logits, greedy continuations, chunked prefill, batching.
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 #include "tests/model/reference_model.h"
@@ -124,6 +126,26 @@ TEST(GoldenBf16, Bf16WeightsMatchExactBf16LogitsAndStayNearF32) {
     auto got = prefill_all(m, tokens, static_cast<SeqId>(i), 1 << 20);
     EXPECT_LE(testing::rel_err(got, want), 1e-4) << "prompt " << i << " vs exact bf16-weight logits";
     EXPECT_LE(testing::rel_err(got, f32_prompts[i].logits), 2e-2) << "prompt " << i << " vs f32 weights";
+    ++i;
+  }
+  EXPECT_GE(i, 4u);
+}
+
+// --dense-activations bf16 (CpuBackendOptions::bf16_activations) rounds every bf16 linear's input to bf16: the
+// logits move off the exact bf16-weight ones (so the rounding happened) but stay within the bound bf16 KV gets
+// against f32 (GoldenKvDtype below).
+TEST(GoldenBf16, Bf16ActivationsStayNearTheExactLogits) {
+  ReferenceModel m("qwen35_untied_bf16", DType::kF32, 2, BackendKind::kCpu, /*bf16_activations=*/true);
+  auto index = testing::reference_index();
+  size_t i = 0;
+  for (const auto& p : index["models"]["qwen35_untied_bf16"]["prompts"]) {
+    auto tokens = testing::read_i32(p["tokens"]);
+    auto want = testing::read_f32(p["logits"]);
+    auto got = prefill_all(m, tokens, static_cast<SeqId>(i), 1 << 20);
+    const double err = testing::rel_err(got, want);
+    std::printf("prompt %zu: bf16 activations, rel_err %.3g against the exact logits\n", i, err);
+    EXPECT_LE(err, 2e-2) << "prompt " << i << " vs exact bf16-weight logits";
+    EXPECT_GT(err, 1e-4) << "prompt " << i << ": as exact as f32 activations; were they rounded?";
     ++i;
   }
   EXPECT_GE(i, 4u);

@@ -46,11 +46,12 @@ int32_t ReferenceModel::argmax(std::span<const float> row) {
   return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-ReferenceModel::ReferenceModel(const std::string& model_name, DType kv_dtype, int threads, BackendKind backend_kind)
+ReferenceModel::ReferenceModel(const std::string& model_name, DType kv_dtype, int threads, BackendKind backend_kind,
+                               bool bf16_activations)
     : name(model_name) {
   std::string out = dir.file(name + ".ninfer");
   pack_hf_checkpoint({.hf_dir = kRoot + "models/" + name, .output = out, .show_progress = false});
-  load(out, kv_dtype, threads, backend_kind);
+  load(out, kv_dtype, threads, backend_kind, bf16_activations);
 }
 
 ReferenceModel::ReferenceModel(const Packed& artifact_file, DType kv_dtype, int threads, BackendKind backend_kind)
@@ -58,10 +59,11 @@ ReferenceModel::ReferenceModel(const Packed& artifact_file, DType kv_dtype, int 
   load(artifact_file.path, kv_dtype, threads, backend_kind);
 }
 
-void ReferenceModel::load(const std::string& path, DType kv_dtype, int threads, BackendKind backend_kind) {
+void ReferenceModel::load(const std::string& path, DType kv_dtype, int threads, BackendKind backend_kind,
+                          bool bf16_activations) {
   artifact = std::make_unique<Artifact>(Artifact::open(path));
   config = load_model_config(*artifact);
-  backend = make_backend({.kind = backend_kind, .threads = threads});
+  backend = make_backend({.kind = backend_kind, .threads = threads, .bf16_activations = bf16_activations});
   weights = std::make_unique<WeightStore>(*backend);
   model = std::make_unique<Model>(config, placed(ModelWeights::bind(*artifact, config), *weights, name), *backend);
   kv = std::make_unique<KvCache>(*backend, config, KvCacheConfig{.block_size = 16, .num_blocks = 256, .dtype = kv_dtype});

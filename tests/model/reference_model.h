@@ -27,8 +27,9 @@ double rel_err(std::span<const float> a, std::span<const float> b);
 // Packs models/<name> with ninfer-pack's engine code, opens it and builds the engine pieces on the CPU backend (or
 // the CUDA backend's device 0, for the GPU end-to-end tests).
 struct ReferenceModel {
+  // bf16_activations: CpuBackendOptions::bf16_activations (the CPU backend).
   explicit ReferenceModel(const std::string& name, DType kv_dtype = DType::kF32, int threads = 2,
-                          BackendKind backend_kind = BackendKind::kCpu);
+                          BackendKind backend_kind = BackendKind::kCpu, bool bf16_activations = false);
   // An artifact that is already packed (e.g. the shipped models/ninfer-tiny.ninfer).
   struct Packed {
     std::string path;
@@ -51,7 +52,8 @@ struct ReferenceModel {
   std::unique_ptr<ModelRunner> runner;
 
  private:
-  void load(const std::string& artifact_path, DType kv_dtype, int threads, BackendKind backend_kind);
+  void load(const std::string& artifact_path, DType kv_dtype, int threads, BackendKind backend_kind,
+            bool bf16_activations = false);
 };
 
 }  // namespace ninfer::testing
