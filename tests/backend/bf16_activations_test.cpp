@@ -4,7 +4,6 @@
 // raw activations (within the rounding, 2^-8 of Σ|x·w|), and for the kernel: a row has the same bits in every tile
 // and whatever the other rows of the call (decode and speculative verification rows agree).
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,28 +12,19 @@
 #include "engine/backend/cpu/bf16_linear.h"
 #include "engine/core/half.h"
 #include "tests/backend/nvfp4_test_data.h"
+#include "tests/backend/test_util.h"
 
 namespace ninfer {
 namespace {
 
 using nvfp4_test::random_values;
-
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+using testing::run_strided_linear;
+using testing::same_bits;
 
 std::vector<float> rounded(const std::vector<float>& x) {
   std::vector<float> r(x.size());
   for (size_t i = 0; i < x.size(); ++i) r[i] = bf16_to_f32(f32_to_bf16(x[i]));
   return r;
-}
-
-// y of linear(x, w) on a backend, x [M, K] with row stride K + 5 and y with row stride N + 3 (accumulating onto 0.5).
-std::vector<float> run_linear(const CpuBackendOptions& o, const std::vector<float>& x, const Tensor& w, int64_t M) {
-  const int64_t N = w.dim(0), K = w.dim(1);
-  auto be = make_cpu_backend(o);
-  std::vector<float> y(static_cast<size_t>(M * (N + 3)), 0.5f);
-  be->linear(Tensor::strided(y.data(), DType::kF32, {M, N}, {N + 3, 1}),
-             Tensor::strided(const_cast<float*>(x.data()), DType::kF32, {M, K}, {K + 5, 1}), w, true);
-  return y;
 }
 
 TEST(Bf16Activations, KernelGivesARowTheSameBitsInEveryTileAndMatchesF64) {
@@ -88,14 +78,14 @@ TEST(Bf16Activations, LinearRoundsTheActivationsAndOnlyForBf16Weights) {
       for (int threads : {1, 2}) {
         // Without AVX512-BF16 (here: kAvx2) the rounded rows go through the f32-activation GEMM: the same bits.
         if (cpu_has_avx2_fma()) {
-          const auto got = run_linear({.threads = threads, .simd = CpuSimd::kAvx2, .bf16_activations = true}, x, w, M);
-          const auto want = run_linear({.threads = threads, .simd = CpuSimd::kAvx2}, xr, w, M);
+          const auto got = run_strided_linear({.threads = threads, .simd = CpuSimd::kAvx2, .bf16_activations = true}, x, w, M);
+          const auto want = run_strided_linear({.threads = threads, .simd = CpuSimd::kAvx2}, xr, w, M);
           for (size_t i = 0; i < got.size(); ++i)
             ASSERT_TRUE(same_bits(got[i], want[i])) << "fallback K=" << K << " M=" << M << " i=" << i;
         }
-        const auto got = run_linear({.threads = threads, .bf16_activations = true}, x, w, M);
-        const auto exact = run_linear({.threads = threads, .simd = CpuSimd::kScalar}, x, w, M);
-        const auto on_rounded = run_linear({.threads = threads, .simd = CpuSimd::kScalar}, xr, w, M);
+        const auto got = run_strided_linear({.threads = threads, .bf16_activations = true}, x, w, M);
+        const auto exact = run_strided_linear({.threads = threads, .simd = CpuSimd::kScalar}, x, w, M);
+        const auto on_rounded = run_strided_linear({.threads = threads, .simd = CpuSimd::kScalar}, xr, w, M);
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
             double mag = 0;  // Σ|x·w|
@@ -108,7 +98,7 @@ TEST(Bf16Activations, LinearRoundsTheActivationsAndOnlyForBf16Weights) {
         if (have_dot && M > 1) {
           for (int64_t m = 0; m < M; ++m) {
             const std::vector<float> row(x.begin() + m * (K + 5), x.begin() + (m + 1) * (K + 5));
-            const auto one = run_linear({.threads = threads, .bf16_activations = true}, row, w, 1);
+            const auto one = run_strided_linear({.threads = threads, .bf16_activations = true}, row, w, 1);
             for (int64_t n = 0; n < N; ++n)
               ASSERT_TRUE(same_bits(got[m * (N + 3) + n], one[n])) << "K=" << K << " M=" << M << " m=" << m;
           }
@@ -124,8 +114,8 @@ TEST(Bf16Activations, LinearRoundsTheActivationsAndOnlyForBf16Weights) {
   const auto x = random_values(M * (K + 5), 6, 1.0f);
   for (const Tensor& w : {Tensor::make(const_cast<float*>(wf.data()), DType::kF32, {N, K}),
                           Tensor::make(wh.data(), DType::kF16, {N, K})}) {
-    const auto got = run_linear({.threads = 2, .bf16_activations = true}, x, w, M);
-    const auto want = run_linear({.threads = 2}, x, w, M);
+    const auto got = run_strided_linear({.threads = 2, .bf16_activations = true}, x, w, M);
+    const auto want = run_strided_linear({.threads = 2}, x, w, M);
     for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_bits(got[i], want[i])) << dtype_name(w.dtype) << " " << i;
   }
 }

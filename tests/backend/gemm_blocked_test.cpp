@@ -6,7 +6,6 @@
 // the scalar backend (summation order only), on odd shapes: M = 1..9, 17, 64; N
 // and K not multiples of the tiles.
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +14,7 @@
 #include "engine/backend/cpu/nvfp4_linear.h"
 #include "engine/core/half.h"
 #include "tests/backend/nvfp4_test_data.h"
+#include "tests/backend/test_util.h"
 
 namespace ninfer {
 namespace {
@@ -23,10 +23,8 @@ using nvfp4_test::activation_rows;
 using nvfp4_test::adversarial_rows;
 using nvfp4_test::pack;
 using nvfp4_test::random_values;
-
-bool same_bits(float a, float b) {
-  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
-}
+using testing::run_strided_linear;
+using testing::same_bits;
 
 // The test rows at width K: the adversarial ones (ties, zero / denormal /
 // non-finite rows) and 9 random ones, concatenated.
@@ -114,7 +112,7 @@ TEST(GemmBlocked, Avx512VnniLaneKernelGivesARowTheSameBitsInEveryTile) {
         for (int64_t n = 0; n < N; ++n) {
           const float got = alone[m * N + n], want = old[m * N + n];
           if (std::isnan(want) || std::isinf(want)) {
-            EXPECT_TRUE(same_bits(got, want) || (std::isnan(got) && std::isnan(want)))
+            EXPECT_TRUE(same_bits(got, want))
                 << "K=" << K << " m=" << m << " n=" << n;
             continue;
           }
@@ -144,21 +142,6 @@ TEST(GemmBlocked, Avx512VnniLaneKernelGivesARowTheSameBitsInEveryTile) {
   EXPECT_GT(compared, 1000);
 }
 
-// y of linear(x, w) on a backend, x [M, K] with row stride K + 5 and y with row
-// stride N + 3 (accumulating onto 0.5).
-std::vector<float> run_linear(const CpuBackendOptions &o,
-                              const std::vector<float> &x, const Tensor &w,
-                              int64_t M) {
-  const int64_t N = w.dim(0), K = w.dim(1);
-  auto be = make_cpu_backend(o);
-  std::vector<float> y(static_cast<size_t>(M * (N + 3)), 0.5f);
-  be->linear(Tensor::strided(y.data(), DType::kF32, {M, N}, {N + 3, 1}),
-             Tensor::strided(const_cast<float *>(x.data()), DType::kF32, {M, K},
-                             {K + 5, 1}),
-             w, true);
-  return y;
-}
-
 TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
   if (!cpu_has_avx2_fma())
     GTEST_SKIP() << "no AVX2 on this CPU";
@@ -182,8 +165,8 @@ TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
                                       .simd = CpuSimd::kAvx2};
           CpuBackendOptions legacy = now;
           legacy.legacy_gemm = true;
-          const auto got = run_linear(now, x, w, M),
-                     want = run_linear(legacy, x, w, M);
+          const auto got = run_strided_linear(now, x, w, M),
+                     want = run_strided_linear(legacy, x, w, M);
           for (size_t i = 0; i < got.size(); ++i)
             ASSERT_TRUE(same_bits(got[i], want[i]))
                 << dtype_name(w.dtype) << " K=" << K << " M=" << M
@@ -191,7 +174,7 @@ TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
           if (w.dtype == DType::kNVFP4)
             continue; // W4A4 against the reference: nvfp4_linear_test.cpp
           const auto ref =
-              run_linear({.threads = 1, .simd = CpuSimd::kScalar}, x, w, M);
+              run_strided_linear({.threads = 1, .simd = CpuSimd::kScalar}, x, w, M);
           for (int64_t m = 0; m < M; ++m)
             for (int64_t n = 0; n < N; ++n) {
               double mag = 0; // Σ|x·w|: the bound of a reordered f32 sum is K ·
@@ -228,11 +211,11 @@ TEST(GemmBlocked, AnNvfp4RowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
                                     .nvfp4_activations = acts};
           const auto x =
               random_values(M * (K + 5), static_cast<uint32_t>(M * 7 + K));
-          const auto all = run_linear(o, x, wq.view(), M);
+          const auto all = run_strided_linear(o, x, wq.view(), M);
           for (int64_t m = 0; m < M; ++m) {
             const std::vector<float> row(x.begin() + m * (K + 5),
                                          x.begin() + (m + 1) * (K + 5));
-            const auto one = run_linear(o, row, wq.view(), 1);
+            const auto one = run_strided_linear(o, row, wq.view(), 1);
             for (int64_t n = 0; n < N; ++n)
               ASSERT_TRUE(same_bits(one[static_cast<size_t>(n)],
                                     all[static_cast<size_t>(m * (N + 3) + n)]))

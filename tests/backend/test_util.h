@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,6 +76,23 @@ inline HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, f
 }
 
 // max |a − b| / max |b| (b = reference); 0 when both are all zero.
+// Equal bits (any NaN equals any NaN).
+inline bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
+
+// y of linear(x, w) on a CPU backend made with `o`: x [M, K] read with row stride K + 5, y [M, N] with row stride
+// N + 3, accumulated onto 0.5 (so the strided and accumulating paths run too).
+inline std::vector<float> run_strided_linear(const CpuBackendOptions& o, const std::vector<float>& x, const Tensor& w,
+                                             int64_t M) {
+  const int64_t N = w.dim(0), K = w.dim(1);
+  auto be = make_cpu_backend(o);
+  std::vector<float> y(static_cast<size_t>(M * (N + 3)), 0.5f);
+  be->linear(Tensor::strided(y.data(), DType::kF32, {M, N}, {N + 3, 1}),
+             Tensor::strided(const_cast<float*>(x.data()), DType::kF32, {M, K}, {K + 5, 1}), w, true);
+  return y;
+}
+
 inline double rel_err(const float* a, const double* b, size_t n) {
   double num = 0.0, den = 0.0;
   for (size_t i = 0; i < n; ++i) {

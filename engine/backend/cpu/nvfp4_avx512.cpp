@@ -252,8 +252,9 @@ NINFER_AVX512 inline __m512 e4m3_to_f32_2m120(__m512i b) {
 }
 
 template <int MR>
-NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a, int64_t m0,
-                int64_t n0, int64_t n1, float *y, int64_t ys, bool acc) {
+NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
+                                   int64_t m0, int64_t n0, int64_t n1, float *y,
+                                   int64_t ys, bool acc) {
   const int64_t K = w.K, K256 = K / 256 * 256;
   const __m512i lut = _mm512_broadcast_i32x4(
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
@@ -300,9 +301,9 @@ NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a, i
   }
 }
 
-NINFER_AVX512 void w4a4_lanes(const Nvfp4Weight &w, const Nvfp4A4Rows &a, int64_t m0,
-                int rows, int64_t n0, int64_t n1, float *y, int64_t ys,
-                bool acc) {
+NINFER_AVX512 void w4a4_lanes(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
+                              int64_t m0, int rows, int64_t n0, int64_t n1,
+                              float *y, int64_t ys, bool acc) {
   switch (rows) {
   case 1:
     w4a4_lanes_rows<1>(w, a, m0, n0, n1, y, ys, acc);
