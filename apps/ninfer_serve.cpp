@@ -83,9 +83,6 @@ int main(int argc, char** argv) {
     ninfer::ChatTemplate chat = meta.contains("chat_template") && meta["chat_template"].is_string()
                                     ? ninfer::ChatTemplate::from_template_text(meta["chat_template"].get<std::string>())
                                     : ninfer::ChatTemplate();
-    uint64_t weight_bytes = 0;
-    for (const auto& t : artifact.tensors())
-      if (t.section == "main") weight_bytes += t.bytes;
 
     // Where the model runs, decided before anything is loaded: the plan counts that device's free memory.
     // --nnodes runs CPU ranks (--backend cuda with it is refused at parse): auto means the CPU there.
@@ -131,21 +128,16 @@ int main(int argc, char** argv) {
       eo.drafter = std::move(drafter);
       eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));
     }
-    ninfer::MemoryPlanInput plan_in{.weight_bytes = weight_bytes, .max_context = eo.max_context, .max_concurrency = eo.max_concurrency,
-                 .kv_capacity = eo.kv_capacity, .kv_block_size = eo.kv_block_size, .kv_dtype = eo.kv_dtype,
-                 .available_bytes = device_free_bytes(), .draft_tokens = eo.drafter ? eo.draft_tokens : 0,
-                 .prefix_state_rows = ninfer::prefix_state_rows(config, eo)};
-    if (eo.drafter)
-      plan_in.drafter_bytes = [&](int64_t max_context) {
-        return ninfer::drafter_cache_bytes(spec_method, artifact, config, ninfer::drafter_limits(eo, max_context));
-      };
+    const ninfer::server::PlanModel plan_model = ninfer::server::plan_model_from_artifact(artifact, opt);
+    const ninfer::MemoryPlanInput plan_in =
+        ninfer::server::host_plan_input(opt, plan_model, device_free_bytes(), !on_gpu);
     ninfer::MemoryPlan plan = ninfer::plan_memory(config, plan_in);
     // On a GPU the per-device plan (docs/memory-plan.md) also counts activations, op workspaces, the fixed allowance
     // and the safety margin, and refuses a plan that does not fit each device.
     std::optional<ninfer::DevicePlan> device_plan;
     if (on_gpu) {
       device_plan = ninfer::plan_devices_or_fail(ninfer::server::device_plan_input(
-          opt, ninfer::server::plan_model_from_artifact(artifact, opt), ninfer::server::device_free_memory(opt)));
+          opt, plan_model, ninfer::server::device_free_memory(opt)));
       const std::string table = device_plan->table();
       for (size_t at = 0, end; at < table.size(); at = end + 1) {
         end = table.find('\n', at);

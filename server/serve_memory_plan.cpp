@@ -12,6 +12,7 @@
 #include "engine/device/device_info.h"
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
+#include "engine/plan/host_plan.h"
 #include "engine/runtime/memory_plan.h"
 #include "engine/speculative/drafter_registry.h"
 #include "server/serve_engine_options.h"
@@ -50,30 +51,13 @@ int32_t draft_tokens(const ServeOptions &o) {
 // --backend cpu (or auto without a GPU): the one-host plan of plan_memory(), as
 // the serving path counts it.
 int run_host_plan(const ServeOptions &o, const PlanModel &m) {
-  const EngineOptions eo = engine_options_from(o, m.config);
-  uint64_t weights = 0;
-  for (const PlanTensor &t : m.tensors)
-    if (t.section == "main")
-      weights += tensor_storage_bytes(t.dtype, t.shape).value_or(0);
   const uint64_t host = host_available_bytes();
   const uint64_t available =
       o.device_memory
           ? (host > 0 ? std::min(host, *o.device_memory) : *o.device_memory)
           : host;
-  MemoryPlanInput in{.weight_bytes = weights,
-                     .max_context = eo.max_context,
-                     .max_concurrency = eo.max_concurrency,
-                     .kv_capacity = eo.kv_capacity,
-                     .kv_block_size = eo.kv_block_size,
-                     .kv_dtype = eo.kv_dtype,
-                     .available_bytes = available,
-                     .draft_tokens = draft_tokens(o),
-                     .prefix_state_rows = o.spec == SpecMethod::kNone
-                                              ? prefix_state_rows(m.config, eo)
-                                              : 0};
-  const MemoryPlan p = plan_memory(m.config, in); // throws the shortfall
-  std::printf("memory plan (host, --backend cpu, %d CPU rank%s sharing it; "
-              "drafter caches not counted here): %s\n",
+  const MemoryPlan p = plan_memory(m.config, host_plan_input(o, m, available, true)); // throws the shortfall
+  std::printf("memory plan (host, --backend cpu, %d CPU rank%s sharing it): %s\n",
               o.tp, o.tp == 1 ? "" : "s", p.describe().c_str());
   return 0;
 }
@@ -179,6 +163,48 @@ DevicePlanInput device_plan_input(const ServeOptions &o, const PlanModel &m,
       o.spec == SpecMethod::kNone ? prefix_state_rows(m.config, eo) : 0;
   in.embedding_on_device = o.tp == 1;
   in.w4a4 = !o.nvfp4_w4a16;
+  return in;
+}
+
+MemoryPlanInput host_plan_input(const ServeOptions &o, const PlanModel &m,
+                                uint64_t available, bool cpu_ranks) {
+  const EngineOptions eo = engine_options_from(o, m.config);
+  MemoryPlanInput in{.max_context = eo.max_context,
+                     .max_concurrency = eo.max_concurrency,
+                     .kv_capacity = eo.kv_capacity,
+                     .kv_block_size = eo.kv_block_size,
+                     .kv_dtype = eo.kv_dtype,
+                     .available_bytes = available,
+                     .draft_tokens = draft_tokens(o),
+                     .prefix_state_rows = o.spec == SpecMethod::kNone
+                                              ? prefix_state_rows(m.config, eo)
+                                              : 0};
+  for (const PlanTensor &t : m.tensors)
+    if (t.section == "main")
+      in.weight_bytes += tensor_storage_bytes(t.dtype, t.shape).value_or(0);
+  DevicePlanInput dp = device_plan_input(
+      o, m, std::vector<uint64_t>(static_cast<size_t>(o.tp), available));
+  dp.embedding_on_device = true; // the host holds it (mapped)
+  if (cpu_ranks) {
+    in.tp = o.tp;
+    const HostRanksPlan ranks =
+        plan_host_ranks(dp, o.threads, o.bf16_activations);
+    in.shard_copy_bytes = ranks.shard_copies();
+    in.weight_bytes -= std::min(in.weight_bytes, ranks.copied_main_bytes);
+    in.activation_bytes = ranks.activations();
+  }
+  if (dp.spec != PlanSpec::kNone) {
+    // The drafters' own caches, each rank's for its heads (as the per-device
+    // plan counts them); at TP1 drafter_cache_bytes() of the artifact.
+    const int ranks = cpu_ranks ? o.tp : 1;
+    dp.tp = ranks;
+    in.drafter_bytes = [dp, ranks](int64_t max_context) {
+      uint64_t bytes = 0;
+      for (int r = 0; r < ranks; ++r)
+        bytes += planned_drafter_cache_bytes(dp, plan_rank_view(dp, r), max_context);
+      return bytes;
+    };
+  }
   return in;
 }
 

@@ -8,6 +8,7 @@
 
 #include "engine/artifact/artifact.h"
 #include "engine/plan/device_plan.h"
+#include "engine/runtime/memory_plan.h"
 #include "server/serve_options.h"
 
 namespace ninfer::server {
@@ -30,6 +31,12 @@ std::vector<uint64_t> device_free_memory(const ServeOptions& options);
 // The per-device plan input of these flags. The embedding stays on the host under --tp > 1 and is on the device at
 // --tp 1 (what the CUDA backend uploads today; docs/memory-plan.md).
 DevicePlanInput device_plan_input(const ServeOptions& options, const PlanModel& model, std::vector<uint64_t> available);
+
+// The host plan's input (plan_memory, engine/runtime/memory_plan.h) of these flags: the main section's weights, KV,
+// linear state and the drafter's caches, and with `cpu_ranks` (the CPU backend) each rank's heads, the weight copies
+// its shards make, its activation scratch and CPU backend buffers (plan_host_ranks).
+MemoryPlanInput host_plan_input(const ServeOptions& options, const PlanModel& model, uint64_t available,
+                                bool cpu_ranks);
 
 // --plan-only: prints the plan on stdout and returns 0 when it fits; prints the shortfall (and the table) on stderr and
 // returns 1 when it does not, or when the model or a device cannot be read.

@@ -28,6 +28,12 @@ class ScratchBuffers {
     }
     return Tensor::make(b.data(), DType::kF32, shape, backend_.device());
   }
+  // Bytes of every buffer now (what the memory plans count as activations).
+  uint64_t bytes() const {
+    uint64_t n = 0;
+    for (const auto& [name, b] : buffers_) n += b.bytes;
+    return n;
+  }
   // Changes whenever a buffer was replaced by a bigger one (op graphs recorded before point at the old one).
   uint64_t epoch() const { return epoch_; }
 

@@ -40,6 +40,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
   Communicator& communicator() { return comm_; }
+  // Bytes of its activation scratch buffers now (the memory plans' activations).
+  uint64_t scratch_bytes() const { return scratch_.bytes(); }
 
  private:
   // Every op after the embedding (which has read batch.tokens into the "x" scratch): the layers, the final norm

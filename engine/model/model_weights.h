@@ -1,6 +1,7 @@
 // Owns the binding of artifact tensors to the per-layer weight views the forward reads (zero-copy).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,14 +43,19 @@ struct LayerWeights {
   DeltaNetWeights gdn;           // linear attention layers
 };
 
+// Storage of the tensors that are copies rather than views into the artifact (tensor-parallel shards,
+// engine/model/weight_shard.h), and their bytes (which the host memory plan counts).
+struct ShardCopies {
+  std::vector<std::shared_ptr<void>> blocks;
+  uint64_t bytes = 0;
+};
+
 struct ModelWeights {
   Tensor embed;       // [V, H]
   Tensor final_norm;  // [H]
   Tensor lm_head;     // [V, H]; the embedding when tied
   std::vector<LayerWeights> layers;
-  // Storage of the tensors that are copies rather than views into the artifact (tensor-parallel shards,
-  // engine/model/weight_shard.h); empty for bound weights.
-  std::vector<std::shared_ptr<void>> owned;
+  ShardCopies owned;  // a shard's copies; empty for bound weights
 
   // Views into `artifact`'s mapping; the artifact must outlive the weights. Call after load_model_config().
   static ModelWeights bind(const Artifact& artifact, const ModelConfig& config);

@@ -103,7 +103,8 @@ ModelConfig tp_rank_config(const ModelConfig& c, const TpLayout& l) {
 std::byte* WeightShard::allocate(uint64_t bytes) {
   std::shared_ptr<void> p = aligned_zeroed(static_cast<size_t>(bytes));
   if (!p) fail(ErrorKind::kOutOfMemory, "tensor parallelism: cannot allocate {} bytes for a weight shard", bytes);
-  owned_.push_back(p);
+  owned_.blocks.push_back(p);
+  owned_.bytes += bytes;
   return static_cast<std::byte*>(p.get());
 }
 

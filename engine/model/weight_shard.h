@@ -50,7 +50,7 @@ class WeightShard {
   struct Range {
     int64_t begin, end;
   };
-  explicit WeightShard(std::vector<std::shared_ptr<void>>& owned) : owned_(owned) {}
+  explicit WeightShard(ShardCopies& owned) : owned_(owned) {}
 
   // Rows [begin, end) of each range, concatenated (a column-parallel projection, a per-head vector); 1-D: elements.
   Tensor rows(const Tensor& w, std::span<const Range> ranges, const std::string& name);
@@ -61,7 +61,7 @@ class WeightShard {
 
  private:
   std::byte* allocate(uint64_t bytes);
-  std::vector<std::shared_ptr<void>>& owned_;
+  ShardCopies& owned_;
 };
 
 // Rows [n·rank/size, n·(rank+1)/size) of n: a rank's even contiguous share (MLP rows, vocabulary rows). Throws

@@ -14,6 +14,46 @@
 
 namespace ninfer {
 
+PlanRank plan_rank_view(const DevicePlanInput& in, int rank) {
+  const ModelConfig& c = in.config;
+  PlanRank pr;
+  pr.layout = tp_layout(c, rank, in.tp);
+  pr.config = tp_rank_config(c, pr.layout);
+  pr.mtp = in.spec == PlanSpec::kMtp;
+  pr.dflash2 = in.spec == PlanSpec::kDflash2;
+  pr.draft_tokens = in.spec == PlanSpec::kNone ? 0 : in.draft_tokens;
+  if (pr.dflash2) {
+    pr.dflash2_layout = tp_layout(dflash2_as_model_config(*in.dflash2, c), rank, in.tp);
+    pr.local_dflash2 = dflash2_rank_config(*in.dflash2, *pr.dflash2_layout);
+  }
+  pr.policy = {.mtp = pr.mtp, .dflash2 = pr.dflash2, .draft_lm_head = in.lm_head_draft && in.spec != PlanSpec::kNone,
+               .embedding_on_device = in.embedding_on_device};
+  return pr;
+}
+
+ActivationInput activation_input(const DevicePlanInput& in, const PlanRank& pr, bool device, int64_t nvfp4_max_k,
+                                 int64_t draft_head_rows, int64_t draft_head_total) {
+  return {.rank_config = pr.config,
+          .tp = in.tp,
+          .vocab_share = pr.layout.vocab,
+          .step = largest_step(in.prefill_chunk, in.max_concurrency, pr.draft_tokens),
+          .device = device,
+          .w4a4 = in.w4a4,
+          .nvfp4_max_k = nvfp4_max_k,
+          .mtp = pr.mtp,
+          .draft_head_rows = draft_head_rows,
+          .draft_head_total = draft_head_total,
+          .dflash2 = pr.local_dflash2};
+}
+
+uint64_t planned_drafter_cache_bytes(const DevicePlanInput& in, const PlanRank& pr, int64_t max_context) {
+  const int32_t K = pr.draft_tokens;
+  const DrafterLimits limits{.max_sequences = in.max_concurrency, .max_context = max_context + K, .draft_tokens = K};
+  if (pr.mtp) return MtpDrafter::planned_cache_bytes(pr.config, limits, MtpOptions{});
+  if (pr.dflash2) return dflash2_cache_bytes(*pr.local_dflash2, limits.max_sequences, limits.max_context);
+  return 0;
+}
+
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -21,14 +61,13 @@ constexpr uint64_t kMiBytes = uint64_t{1} << 20;
 
 RankPlan plan_rank(const DevicePlanInput& in, int rank, int64_t kv_tokens) {
   const ModelConfig& c = in.config;
-  const TpLayout l = tp_layout(c, rank, in.tp);
-  const ModelConfig rc = tp_rank_config(c, l);
-  const bool mtp = in.spec == PlanSpec::kMtp, dfl = in.spec == PlanSpec::kDflash2;
-  const int32_t K = in.spec == PlanSpec::kNone ? 0 : in.draft_tokens;
-  std::optional<TpLayout> dl;
-  if (dfl) dl = tp_layout(dflash2_as_model_config(*in.dflash2, c), rank, in.tp);
-  const ShardPolicy policy{.mtp = mtp, .dflash2 = dfl, .draft_lm_head = in.lm_head_draft && in.spec != PlanSpec::kNone,
-                           .embedding_on_device = in.embedding_on_device};
+  const PlanRank pr = plan_rank_view(in, rank);
+  const TpLayout& l = pr.layout;
+  const ModelConfig& rc = pr.config;
+  const bool mtp = pr.mtp, dfl = pr.dflash2;
+  const int32_t K = pr.draft_tokens;
+  const std::optional<TpLayout>& dl = pr.dflash2_layout;
+  const ShardPolicy& policy = pr.policy;
   RankPlan r;
   r.rank = rank;
   r.device = in.devices.empty() ? rank : in.devices[static_cast<size_t>(rank)];
@@ -79,25 +118,10 @@ RankPlan plan_rank(const DevicePlanInput& in, int rank, int64_t kv_tokens) {
   }
 
   // The drafter's own caches, as the drafters size them (engine/runtime/engine.cpp drafter_limits: max_context + K).
-  const DrafterLimits limits{.max_sequences = in.max_concurrency, .max_context = in.max_context + K, .draft_tokens = K};
-  std::optional<Dflash2Config> local_dflash2;
-  if (mtp) r.drafter_caches = MtpDrafter::planned_cache_bytes(rc, limits, MtpOptions{});
-  if (dfl) {
-    local_dflash2 = dflash2_rank_config(*in.dflash2, *dl);
-    r.drafter_caches = dflash2_cache_bytes(*local_dflash2, limits.max_sequences, limits.max_context);
-  }
+  r.drafter_caches = planned_drafter_cache_bytes(in, pr, in.max_context);
 
-  const ActivationPlan act = plan_activations({.rank_config = rc,
-                                               .tp = in.tp,
-                                               .vocab_share = l.vocab,
-                                               .step = largest_step(in.prefill_chunk, in.max_concurrency, K),
-                                               .device = true,
-                                               .w4a4 = in.w4a4,
-                                               .nvfp4_max_k = nvfp4_max_k,
-                                               .mtp = mtp,
-                                               .draft_head_rows = draft_head_rows,
-                                               .draft_head_total = draft_head_total,
-                                               .dflash2 = local_dflash2});
+  const ActivationPlan act = plan_activations(activation_input(in, pr, true, nvfp4_max_k, draft_head_rows,
+                                                               draft_head_total));
   r.activations = act.scratch_bytes();
   r.workspaces = act.workspace_bytes();
   r.allowance = device_allowance_bytes(in.tp);

@@ -11,7 +11,10 @@
 
 #include "engine/artifact/dtype.h"
 #include "engine/model/model_config.h"
+#include "engine/model/weight_shard.h"
+#include "engine/plan/activation_plan.h"
 #include "engine/plan/plan_tensors.h"
+#include "engine/plan/rank_shard.h"
 #include "engine/speculative/dflash2_config.h"
 
 namespace ninfer {
@@ -71,6 +74,26 @@ struct DevicePlan {
   // The per-device table (MiB), one header and one row per rank, plus the KV line.
   std::string table() const;
 };
+
+// What a rank of the plan is: its layout, its config (local heads and MLP rows), the drafter's layout and local
+// config, which sections it loads. Shared by the per-device plan and the host plan of CPU ranks (host_plan.h).
+struct PlanRank {
+  TpLayout layout;
+  ModelConfig config;
+  bool mtp = false, dflash2 = false;
+  int32_t draft_tokens = 0;  // K, 0 without a drafter
+  std::optional<TpLayout> dflash2_layout;
+  std::optional<Dflash2Config> local_dflash2;
+  ShardPolicy policy;
+};
+PlanRank plan_rank_view(const DevicePlanInput& in, int rank);
+// The rank's drafter caches (the MTP layer's or the DFlash2 drafter's own KV) at `max_context`, as the drafters
+// size them (limits: max_context + K positions, engine/runtime/engine.cpp drafter_limits); 0 without a drafter.
+uint64_t planned_drafter_cache_bytes(const DevicePlanInput& in, const PlanRank& rank, int64_t max_context);
+// The activation plan's input for that rank's largest step; `device`: the CUDA backend's (arena rounding and op
+// workspaces), else the CPU's scratch only.
+ActivationInput activation_input(const DevicePlanInput& in, const PlanRank& rank, bool device, int64_t nvfp4_max_k,
+                                 int64_t draft_head_rows, int64_t draft_head_total);
 
 // The plan at in.max_context. Throws nothing about fit; see plan_devices_or_fail.
 DevicePlan plan_devices(const DevicePlanInput& in);

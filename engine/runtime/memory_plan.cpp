@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine/core/error.h"
+#include "engine/model/weight_shard.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/linear_state.h"
 
@@ -24,10 +25,19 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
   const int64_t tokens = in.kv_capacity > 0 ? in.kv_capacity : int64_t(in.max_concurrency) * max_context;
   p.kv_tokens = (tokens + in.kv_block_size - 1) / in.kv_block_size * in.kv_block_size;
   p.weight_bytes = in.weight_bytes;
-  p.kv_bytes = static_cast<uint64_t>(p.kv_tokens) * KvCache::bytes_per_token(c, in.kv_dtype);
+  // Each rank's KV cache and linear state hold its own heads (tp_rank_config); at TP1 the model's.
+  uint64_t kv_per_token = 0, state_per_slot = 0;
+  for (int r = 0; r < std::max(in.tp, 1); ++r) {
+    const ModelConfig rc = in.tp > 1 ? tp_rank_config(c, tp_layout(c, r, in.tp)) : c;
+    kv_per_token += KvCache::bytes_per_token(rc, in.kv_dtype);
+    state_per_slot += LinearStateCache::bytes_per_slot(rc);
+  }
+  p.kv_bytes = static_cast<uint64_t>(p.kv_tokens) * kv_per_token;
   const uint64_t slots_per_seq = 1 + static_cast<uint64_t>(std::max(in.draft_tokens, 0));  // + K checkpoints
   p.state_bytes = (static_cast<uint64_t>(in.max_concurrency) * slots_per_seq + static_cast<uint64_t>(in.prefix_state_rows)) *
-                  LinearStateCache::bytes_per_slot(c);
+                  state_per_slot;
+  p.shard_copy_bytes = in.shard_copy_bytes;
+  p.activation_bytes = in.activation_bytes;
   p.drafter_bytes = in.drafter_bytes ? in.drafter_bytes(max_context) : 0;
   p.available_bytes = in.available_bytes;
   return p;
@@ -35,10 +45,15 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
 }  // namespace
 
 std::string MemoryPlan::describe() const {
-  return fmt::format("weights {:.1f} MiB, KV cache {:.1f} MiB ({} tokens), linear state {:.1f} MiB{}; total {:.1f} "
-                     "MiB of {:.1f} MiB available, slack {:.1f} MiB",
-                     weight_bytes / kMiB, kv_bytes / kMiB, kv_tokens, state_bytes / kMiB,
+  return fmt::format("weights {:.1f} MiB{}, KV cache {:.1f} MiB ({} tokens), linear state {:.1f} MiB{}{}; total "
+                     "{:.1f} MiB of {:.1f} MiB available, slack {:.1f} MiB",
+                     weight_bytes / kMiB,
+                     shard_copy_bytes > 0 ? fmt::format(" mapped + {:.1f} MiB of shard copies", shard_copy_bytes / kMiB)
+                                          : std::string(),
+                     kv_bytes / kMiB, kv_tokens, state_bytes / kMiB,
                      drafter_bytes > 0 ? fmt::format(", drafter caches {:.1f} MiB", drafter_bytes / kMiB) : std::string(),
+                     activation_bytes > 0 ? fmt::format(", activations {:.1f} MiB", activation_bytes / kMiB)
+                                          : std::string(),
                      total_bytes() / kMiB, available_bytes / kMiB, slack_bytes() / kMiB);
 }
 

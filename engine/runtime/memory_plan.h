@@ -1,5 +1,6 @@
-// Owns the memory plan: bytes for weights, KV cache and linear state against what the device has free,
-// and the error that says what is missing and what would fit.
+// Owns the host memory plan (the CPU backend, any number of CPU ranks): bytes for weights and their shard copies, KV
+// cache, linear state, drafter caches and activations against the host's free memory, and the error that says what
+// is missing and what would fit.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,8 @@
 namespace ninfer {
 
 struct MemoryPlanInput {
-  uint64_t weight_bytes = 0;  // resident weights (the artifact's main section)
+  uint64_t weight_bytes = 0;  // resident mapped weights (the artifact's main section; under CPU TP without the
+                              // tensors every rank copies, host_plan.h)
   int64_t max_context = 0;
   int32_t max_concurrency = 1;
   int64_t kv_capacity = 0;    // tokens; 0 = auto (max_concurrency × max_context)
@@ -21,6 +23,10 @@ struct MemoryPlanInput {
   uint64_t available_bytes = 0;  // free memory of the device (CPU: MemAvailable)
   int32_t draft_tokens = 0;      // speculative decoding K (0 = off): K GDN state checkpoints per sequence
   int64_t prefix_state_rows = 0;  // linear-state rows of the prefix cache (prefix_state_rows(), engine/runtime/engine.h)
+  int tp = 1;  // CPU ranks sharing the host: KV and linear state are counted per rank (its heads; replicas when a
+              // model has fewer KV heads than ranks)
+  uint64_t shard_copy_bytes = 0;  // weights the ranks' shards copy out of the mapping (plan_host_ranks, engine/plan)
+  uint64_t activation_bytes = 0;  // every rank's activation scratch and CPU backend buffers (plan_host_ranks)
   // The speculative drafter's own caches for a given max_context (drafter_cache_bytes with the engine's limits);
   // empty = no drafter. A function, since the largest context that fits is searched.
   std::function<uint64_t(int64_t max_context)> drafter_bytes = nullptr;
@@ -30,7 +36,10 @@ struct MemoryPlan {
   int64_t kv_tokens = 0;  // rounded up to whole blocks
   uint64_t weight_bytes = 0, kv_bytes = 0, state_bytes = 0;  // state: sequence slots, checkpoints, prefix snapshots
   uint64_t drafter_bytes = 0;  // the drafter's KV / state caches
-  uint64_t total_bytes() const { return weight_bytes + kv_bytes + state_bytes + drafter_bytes; }
+  uint64_t shard_copy_bytes = 0, activation_bytes = 0;  // as in MemoryPlanInput
+  uint64_t total_bytes() const {
+    return weight_bytes + shard_copy_bytes + kv_bytes + state_bytes + drafter_bytes + activation_bytes;
+  }
   uint64_t available_bytes = 0;
   int64_t slack_bytes() const { return static_cast<int64_t>(available_bytes) - static_cast<int64_t>(total_bytes()); }
   std::string describe() const;  // one line per part, MiB

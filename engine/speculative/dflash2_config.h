@@ -65,7 +65,7 @@ struct Dflash2Weights {
   Tensor mask_embedding;  // [1, H] (the artifact's [H] viewed as a one-row table)
   Tensor final_norm;      // [H]
   std::vector<Dflash2LayerWeights> layers;
-  std::vector<std::shared_ptr<void>> owned;  // a rank's shard copies (see WeightShard)
+  ShardCopies owned;  // a rank's shard copies (see WeightShard)
 };
 
 // Rank `layout.rank`'s share of the drafter's weights under tensor parallelism: every layer's query and KV heads, MLP

@@ -47,7 +47,7 @@ struct MtpWeights {
   Tensor head;                                       // [V', H] the scoring head: lm_head, or draft_lm_head.weight
   std::vector<int32_t> head_ids;                     // [V'] full-vocabulary id of each head row; empty: row = id
   int64_t head_rows = 0;                             // V': the whole head's rows (a rank's shard holds a range of them)
-  std::vector<std::shared_ptr<void>> owned;          // a shard's copies (see WeightShard)
+  ShardCopies owned;          // a shard's copies (see WeightShard)
 
   // Checks the mtp section (and draft_lm_head with `lm_head_draft`) and binds it. A missing section is an
   // Error(kNotFound) naming the artifact and the section.

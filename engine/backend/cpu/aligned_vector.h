@@ -29,4 +29,14 @@ template <typename T> struct CacheLineAllocator {
 template <typename T>
 using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
 
+// v.resize(n), allocating exactly n elements when it must grow (not the
+// doubling of a plain resize): a CPU backend buffer's capacity is then the
+// largest request it served, which the host memory plan counts
+// (cpu_workspace.h).
+template <typename V> void resize_exact(V &v, std::size_t n) {
+  if (n > v.capacity())
+    v.reserve(n);
+  v.resize(n);
+}
+
 } // namespace ninfer::cpu

@@ -14,7 +14,7 @@ void bf16_size_rows(int64_t M, int64_t K, Bf16Rows& out) {
   out.K = K;
   out.stride = (K + 31) / 32 * 32;
   const size_t need = static_cast<size_t>(M * out.stride);
-  if (out.storage.size() < need) out.storage.resize(need);
+  if (out.storage.size() < need) resize_exact(out.storage, need);
   if (out.stride > K)
     for (int64_t r = 0; r < M; ++r)
       std::memset(out.storage.data() + r * out.stride + K, 0, static_cast<size_t>(out.stride - K) * 2);
@@ -38,7 +38,7 @@ void CpuBackend::linear_bf16_activations(const Tensor& y, const Tensor& x, const
   else round_rows(0, 0);
 
   if (!bf16_dot_) {  // widened back (exactly) for the f32-activation GEMM
-    bf16_widened_.resize(static_cast<size_t>(M * K));
+    resize_exact(bf16_widened_, static_cast<size_t>(M * K));
     for (int64_t r = 0; r < M; ++r)
       k_->to_f32(bf16_rows_.row(r), DType::kBF16, bf16_widened_.data() + r * K, K);
     linear_dense(y, Tensor::make(bf16_widened_.data(), DType::kF32, {M, K}), w, accumulate);

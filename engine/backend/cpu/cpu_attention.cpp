@@ -6,6 +6,7 @@
 
 #include "engine/backend/cpu/attention_int8.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/cpu_workspace.h"
 #include "engine/backend/checks/attention_checks.h"
 #include "engine/core/error.h"
 
@@ -20,9 +21,14 @@ const Int8KvKernels& int8_kernels_for(const Kernels* k) {
   return int8_kv_scalar_kernels();
 }
 
-constexpr int64_t kRowsPerTask = 64;
+constexpr int64_t kRowsPerTask = kAttentionRowsPerTask;
 
 }  // namespace
+
+size_t attention_scratch_floats(int64_t bs, int64_t hd, int64_t rows, int64_t group) {
+  const int64_t nacc = rows * group;
+  return static_cast<size_t>(2 * bs * hd + nacc * (hd + 2) + nacc * bs);
+}
 
 void CpuBackend::kv_write(const KvLayer& cache, const Tensor& k, const Tensor& v, std::span<const int32_t> slots) {
   check_kv_write(cache, k, v, slots, Device::kCpu);
@@ -86,7 +92,7 @@ void CpuBackend::attention(const Tensor& out, const Tensor& q, const KvLayer& ca
     const int64_t base_pos = kv.seq_len[static_cast<size_t>(s)] - n_new - kv.q_start[static_cast<size_t>(s)];
     const int64_t last_pos = base_pos + r1 - 1;  // the last row attends to [0, last_pos]
     const int64_t nacc = nr * G;
-    float* mem = scratch(thread, static_cast<size_t>(2 * bs * hd + nacc * (hd + 2) + nacc * bs));
+    float* mem = scratch(thread, attention_scratch_floats(bs, hd, nr, G));
     float* kt = mem;             // [hd, bs] the block's keys, transposed
     float* vbuf = kt + bs * hd;  // [bs, hd] its values as f32
     float* acc = vbuf + bs * hd;

@@ -99,8 +99,20 @@ std::string CpuBackend::name() const {
 float *CpuBackend::scratch(int thread, size_t n) {
   auto &s = scratch_[static_cast<size_t>(thread)];
   if (s.size() < n)
-    s.resize(n);
+    resize_exact(s, n);
   return s.data();
+}
+
+CpuWorkspaceBytes CpuBackend::workspace_bytes() const {
+  CpuWorkspaceBytes b;
+  b.linear = nvfp4_a4_.storage.capacity() +
+             (nvfp4_a16_.capacity() + gemm_packed_.capacity() +
+              bf16_widened_.capacity()) *
+                 sizeof(float) +
+             bf16_rows_.storage.capacity() * sizeof(uint16_t);
+  for (const std::vector<float> &s : scratch_)
+    b.thread_scratch += s.capacity() * sizeof(float);
+  return b;
 }
 
 Buffer CpuBackend::alloc(size_t bytes) {
@@ -186,7 +198,7 @@ void CpuBackend::linear_dense(const Tensor &y, const Tensor &x,
   // row reads x directly).
   const float *packed = nullptr;
   if (k_->gemm_pack && M > 1 && !legacy_gemm_) {
-    gemm_packed_.resize(static_cast<size_t>((M + kGemmMaxRows - 1) /
+    resize_exact(gemm_packed_, static_cast<size_t>((M + kGemmMaxRows - 1) /
                                             kGemmMaxRows * gemm_pack_block(K)));
     k_->gemm_pack(xp, xs, M, K, gemm_packed_.data());
     packed = gemm_packed_.data();

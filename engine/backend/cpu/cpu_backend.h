@@ -7,6 +7,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/bf16_linear.h"
+#include "engine/backend/cpu/cpu_workspace.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 #include "engine/backend/cpu/thread_pool.h"
@@ -73,6 +74,9 @@ public:
   // same thread index).
   float *scratch(int thread, size_t n);
   ThreadPool &pool() { return pool_; }
+  // The capacity its own buffers hold now: the prepared activation rows of
+  // linear calls and every thread's scratch (what cpu_workspace_bytes() plans).
+  CpuWorkspaceBytes workspace_bytes() const;
 
 private:
   void linear_nvfp4(const Tensor &y, const Tensor &x, const Tensor &w,

@@ -5,6 +5,7 @@
 
 #include "engine/backend/checks/gdn_checks.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/cpu_workspace.h"
 #include "engine/core/error.h"
 
 namespace ninfer::cpu {
@@ -104,11 +105,6 @@ void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r
   }
 }
 
-// Floats of scratch delta_chunked needs.
-size_t chunk_scratch_floats(int64_t dk, int64_t dv) {
-  const int64_t C = kChunk, E = dv + dk;
-  return static_cast<size_t>(2 * C + dk * C + 3 * C * C + C * E);
-}
 
 // Chunked (WY / UT transform) form, chunks of kChunk rows; same math as transformers' torch_chunk_gated_delta_rule
 // without padding (a partial last chunk is exact as it is). Per chunk of L rows (K, Q [L, dk], V [L, dv], γ the
@@ -188,6 +184,11 @@ void delta_chunked(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0,
 }
 
 }  // namespace
+
+size_t chunk_scratch_floats(int64_t dk, int64_t dv) {
+  const int64_t C = kChunk, E = dv + dk;
+  return static_cast<size_t>(2 * C + dk * C + 3 * C * C + C * E);
+}
 
 void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
                                   const Tensor& beta, const Tensor& state, const SeqBatch& batch, DeltaRuleAlgo algo) {

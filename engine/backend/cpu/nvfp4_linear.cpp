@@ -26,7 +26,7 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
   if (a4) {
     nvfp4_size_a4(M, K, nvfp4_a4_);
   } else if (nvfp4_k_) {
-    nvfp4_a16_.resize(static_cast<size_t>(M * K));
+    resize_exact(nvfp4_a16_, static_cast<size_t>(M * K));
   }
   auto prepare = [&](int64_t t, int) {
     const int64_t r0 = t * rows_per_task, r1 = std::min(M, r0 + rows_per_task);

@@ -136,7 +136,7 @@ void nvfp4_size_a4(int64_t M, int64_t K, Nvfp4A4Rows& out) {
   out.lanes = out.blocked + (K / 2 + K / 2 + 4 * (K / 8) + 63) / 64 * 64;  // + s8 values, int32 corrections
   out.row_bytes = out.lanes + K / 256 * Nvfp4A4Rows::kNvfp4LaneChunkBytes;     // + the AVX-512 lane form
   const size_t need = static_cast<size_t>(M * out.row_bytes);
-  if (out.storage.size() < need) out.storage.resize(need);
+  if (out.storage.size() < need) resize_exact(out.storage, need);
 }
 
 void nvfp4_prepare_a4(const float* x, int64_t xs, int64_t r0, int64_t r1, float input_scale, Nvfp4A4Rows& out) {
