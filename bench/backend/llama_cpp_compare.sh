@@ -95,7 +95,7 @@ if [ "$prefill" = 0 ]; then
   for m in q4_0 q4_0-default bf16; do lbench -m "$DIR/model-$m.gguf" -t "$T" -p 0 -n "$N" -r 3; done
   echo "== ninfer (ninfer-bench-decode, $T threads)"
   "$decode" --dir "$DIR" --shape "$shape" --threads "$T" --tokens "$N" --prompt 64 --batch 8 \
-    --variants bf16,w4a4,w4a16,w4a4-head 2>/dev/null
+    --variants bf16,bf16-act,w4a4,w4a16,w4a4-head 2>/dev/null
   exit 0
 fi
 

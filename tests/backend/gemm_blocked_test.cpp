@@ -83,7 +83,7 @@ TEST(GemmBlocked, W4A4BlockedKernelIsBitIdenticalToThe4x1Kernel) {
 // The AVX-512 lane kernel (one lane per block) sums in another order than its
 // table's 4 x 1 kernel, so the two agree within rounding only. What must hold
 // bit for bit: each row's output is the same whichever tile computes it (one row
-// alone, as a decode step does, or inside 2-4 rows at any position, as
+// alone, as a decode step does, or inside 2-8 rows at any position, as
 // speculative verification does).
 TEST(GemmBlocked, Avx512VnniLaneKernelGivesARowTheSameBitsInEveryTile) {
   const cpu::Nvfp4Kernels *lanes = cpu::nvfp4_avx512_kernels();
@@ -124,7 +124,7 @@ TEST(GemmBlocked, Avx512VnniLaneKernelGivesARowTheSameBitsInEveryTile) {
           ++compared;
         }
       for (int64_t m0 = 0; m0 < M; ++m0) {
-        for (int r = 2; r <= cpu::kNvfp4MaxRows && m0 + r <= M; ++r) {
+        for (int r = 2; r <= lanes->w4a4_max_rows && m0 + r <= M; ++r) {
           const bool acc = (m0 + r) % 2 == 0;
           std::vector<float> got(static_cast<size_t>(r * N), 0.75f);
           lanes->w4a4(wv, a, m0, r, 0, N, got.data(), N, acc);

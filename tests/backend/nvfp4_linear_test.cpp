@@ -160,7 +160,7 @@ TEST(Nvfp4Kernels, MatchTheScalarReference) {
   if (auto* k = cpu::nvfp4_avx512_kernels()) tables.push_back(k);
   std::printf("nvfp4 kernel tables on this CPU: %zu\n", tables.size());
   for (int64_t K : {16, 128, 256, 272, 1024, 1040}) {
-    const int64_t N = 13, M = 4;
+    const int64_t N = 13, M = cpu::kNvfp4LaneMaxRows;
     auto w = pack(random_values(N * K, static_cast<uint32_t>(K), 0.02f, true, K), N, K);
     const Nvfp4Weight wv = cpu::nvfp4_weight("test", w.view());
     const auto x = activation_rows(M, K, static_cast<uint32_t>(K + 1));
@@ -170,8 +170,8 @@ TEST(Nvfp4Kernels, MatchTheScalarReference) {
     std::vector<float> a16(static_cast<size_t>(M * K));
     cpu::nvfp4_prepare_a16(x.data(), K, 0, M, K, a16.data());
     for (const auto* t : tables) {
-      for (int rows = 1; rows <= cpu::kNvfp4MaxRows; ++rows) {
-        for (int mode = 0; mode < 2; ++mode) {
+      for (int rows = 1; rows <= t->w4a4_max_rows; ++rows) {
+        for (int mode = 0; mode < (rows <= cpu::kNvfp4MaxRows ? 2 : 1); ++mode) {  // w4a16: up to kNvfp4MaxRows
           std::vector<float> y(static_cast<size_t>(rows * N), 1.0f);
           const bool acc = rows % 2 == 0;
           if (mode == 0) t->w4a4(wv, a4, M - rows, rows, 0, N, y.data(), N, acc);

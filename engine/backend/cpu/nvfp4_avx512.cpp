@@ -1,10 +1,14 @@
 // AVX-512 (F, BW, VL, VNNI) NVFP4 kernels: packed weights decoded in registers,
 // 256 elements (16 blocks) per step; for W4A4 the lane kernel (one 32-bit lane
-// per block, the weight chunk decoded once for 1-4 rows) and the 4 x 1 kernel
+// per block, the weight chunk decoded once for 1-8 rows) and the 4 x 1 kernel
 // it replaced (each activation row's signs folded into the weight lookup; kept
 // for before/after benches), which sums in another order.
 // Every function carries a target attribute and runs only after the runtime CPU
 // check in nvfp4_avx512_kernels().
+#include <algorithm>
+#include <array>
+#include <utility>
+
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 
@@ -259,9 +263,10 @@ NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
   const __m512i lut = _mm512_broadcast_i32x4(
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
   const __m512i ie = first_dwords(), io = second_dwords();
-  const uint8_t *rows[MR];
-  for (int m = 0; m < MR; ++m)
-    rows[m] = a.lane_chunk(m0 + m, 0);
+  // Row m's chunk c at base + m · rs + c (one base pointer and a stride, so
+  // eight rows do not hold eight general registers).
+  const uint8_t *base = a.lane_chunk(m0, 0);
+  const int64_t rs = a.row_bytes;
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *wc = w.codes + n * (K / 2);
     const uint8_t *ws = w.scales + n * (K / 16);
@@ -282,7 +287,7 @@ NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
           _mm_loadu_si128(reinterpret_cast<const __m128i *>(ws + k / 16))));
       const int64_t c = k / 256 * kLaneChunk;
       for (int m = 0; m < MR; ++m) {
-        const uint8_t *l = rows[m] + c;
+        const uint8_t *l = base + m * rs + c;
         __m512i i = _mm512_loadu_si512(l + 256); // −12 · Σa of each block
         i = _mm512_dpbusd_epi32(i, w0, _mm512_loadu_si512(l));
         i = _mm512_dpbusd_epi32(i, w1, _mm512_loadu_si512(l + 64));
@@ -301,23 +306,19 @@ NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
   }
 }
 
+// w4a4_lanes_rows<1> ... <kNvfp4LaneMaxRows>, indexed by rows − 1.
+template <size_t... I>
+constexpr auto lane_row_kernels(std::index_sequence<I...>) {
+  return std::array{&w4a4_lanes_rows<static_cast<int>(I) + 1>...};
+}
+
 NINFER_AVX512 void w4a4_lanes(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
                               int64_t m0, int rows, int64_t n0, int64_t n1,
                               float *y, int64_t ys, bool acc) {
-  switch (rows) {
-  case 1:
-    w4a4_lanes_rows<1>(w, a, m0, n0, n1, y, ys, acc);
-    break;
-  case 2:
-    w4a4_lanes_rows<2>(w, a, m0, n0, n1, y, ys, acc);
-    break;
-  case 3:
-    w4a4_lanes_rows<3>(w, a, m0, n0, n1, y, ys, acc);
-    break;
-  default:
-    w4a4_lanes_rows<4>(w, a, m0, n0, n1, y, ys, acc);
-    break;
-  }
+  static constexpr auto kernels =
+      lane_row_kernels(std::make_index_sequence<kNvfp4LaneMaxRows>());
+  kernels[static_cast<size_t>(std::clamp(rows, 1, kNvfp4LaneMaxRows) - 1)](
+      w, a, m0, n0, n1, y, ys, acc);
 }
 
 // The table's activation quantizer: the AVX2 one, then the lane form.
@@ -408,7 +409,7 @@ NINFER_AVX512 void w4a16(const Nvfp4Weight &w, const float *xp, int rows,
 const Nvfp4Kernels *nvfp4_avx512_kernels() {
   static const bool ok = cpu_supports_avx512_vnni();
   static const Nvfp4Kernels k{"avx512-vnni", w4a4_lanes, w4a16,
-                              prepare_a4_lanes};
+                              prepare_a4_lanes, kNvfp4LaneMaxRows};
   return ok ? &k : nullptr;
 }
 

@@ -40,7 +40,11 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
   // of streaming) so that a thread that starts late or is preempted holds back one small piece, not an eighth of
   // the op; with several row tiles, at most ~256 KiB so the chunk stays in L2 while every tile passes over it.
   const int64_t row_bytes = K / 2 + K / 16;
-  const int64_t chunk_bytes = M > kNvfp4MaxRows ? (256 << 10) : (128 << 10);
+  // A small batch (decode rows, a speculative verification block) is one tile where the kernel takes that many rows:
+  // one pass over the weights. More rows go in tiles of kNvfp4MaxRows: 8-row tiles of the AVX-512 kernel gained
+  // nothing at M = 8 or 64 (docs/benchmarks.md), they gain 5-15% at M = 5-7.
+  const int max_rows = nvfp4_k_ && a4 && M <= nvfp4_k_->w4a4_max_rows ? static_cast<int>(M) : kNvfp4MaxRows;
+  const int64_t chunk_bytes = M > max_rows ? (256 << 10) : (128 << 10);
   int64_t nb = (N + threads * 4 - 1) / (threads * 4);
   nb = std::min<int64_t>(nb, std::max<int64_t>(4, chunk_bytes / std::max<int64_t>(1, row_bytes)));
   nb = std::max<int64_t>(4, (nb + 3) / 4 * 4);
@@ -49,9 +53,11 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
     const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
     int rows = 0;
     for (int64_t m0 = 0; m0 < M; m0 += rows) {
-      // Tiles of 4 rows; 5 left go as 3 + 2, not 4 + 1 (one row runs the GEMV kernel, which gains nothing from a
-      // second pass over the chunk's weights). Each output is the same whichever tile computes it.
-      rows = static_cast<int>(M - m0 == 5 ? 3 : std::min<int64_t>(kNvfp4MaxRows, M - m0));
+      // Tiles of max_rows; one more than that goes as two (5 left: 3 + 2), not max_rows + 1 (one row runs the GEMV
+      // kernel, which gains nothing from a second pass over the chunk's weights). Each output is the same whichever
+      // tile computes it.
+      const int64_t left = M - m0;
+      rows = static_cast<int>(left == max_rows + 1 ? (left + 1) / 2 : std::min<int64_t>(max_rows, left));
       float* yt = yp + m0 * ys;
       if (nvfp4_k_ && a4) {
         nvfp4_k_->w4a4(wv, nvfp4_a4_, m0, rows, n0, n1, yt, ys, accumulate);

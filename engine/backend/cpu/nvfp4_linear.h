@@ -55,8 +55,9 @@ float nvfp4_dot_w4a4_ref(const Nvfp4Weight &w, int64_t n,
 // call) ----
 
 // Most activation rows one kernel call handles (the caller loops over row
-// tiles).
+// tiles); the AVX-512 lane kernel takes up to kNvfp4LaneMaxRows W4A4 rows.
 constexpr int kNvfp4MaxRows = 4;
+constexpr int kNvfp4LaneMaxRows = 8;
 // Software prefetch (prefetcht1, into L2) distance of the kernels in the packed
 // code stream (the scale stream: 1/8 of it), as the dense GEMV's
 // (kernels_avx2.cpp): 1 KiB ahead was ~100 ns of one core's streaming, under
@@ -125,7 +126,7 @@ void nvfp4_prepare_a16(const float *x, int64_t xs, int64_t r0, int64_t r1,
                        int64_t K, float *out);
 
 // y[m * ys + n] = (acc ? y : 0) + dot(row m0 + m, weight row n), m < rows (≤
-// kNvfp4MaxRows), n in [n0, n1). prepare_a4 is nvfp4_prepare_a4 (same
+// w4a4_max_rows or kNvfp4MaxRows), n in [n0, n1). prepare_a4 is nvfp4_prepare_a4 (same
 // signature), byte-identical output (the AVX2 table's leaves the lane form,
 // which only the AVX-512 kernel reads, unwritten).
 struct Nvfp4Kernels {
@@ -136,6 +137,8 @@ struct Nvfp4Kernels {
                 int64_t n1, float *y, int64_t ys, bool acc);
   void (*prepare_a4)(const float *x, int64_t xs, int64_t r0, int64_t r1,
                      float input_scale, Nvfp4A4Rows &out);
+  // Most activation rows one w4a4 call takes (w4a16: kNvfp4MaxRows).
+  int w4a4_max_rows = kNvfp4MaxRows;
 };
 // nullptr when the build or CPU lacks the instruction set (AVX-512
 // F/BW/VL/VNNI; AVX2/FMA).
