@@ -193,12 +193,9 @@ TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
 }
 
 // Batch invariance, what makes greedy speculative decoding equal plain
-// decoding: with nvfp4 weights (W4A4 and W4A16) a row's output has the same
-// bits whatever other rows share the call (a verification step's K + 1 rows
-// against the one row of a decode step). The dense (bf16/f16/f32) paths do not
-// have it yet: the one-row kernel streams weight rows and sums in another order
-// than the 8-row tile (this test finds 44-247 of the 37·M outputs off in the
-// last bits at M = 2..9), so they are not checked here (docs/speculative.md).
+// decoding: a row's output has the same bits whatever other rows share the call
+// (a verification step's K + 1 rows against the one row of a decode step). With
+// nvfp4 weights (W4A4 and W4A16):
 TEST(GemmBlocked, AnNvfp4RowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
   for (int64_t K : {144, 1024}) {
     const int64_t N = 37;
@@ -225,6 +222,35 @@ TEST(GemmBlocked, AnNvfp4RowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
           }
         }
   }
+}
+
+// The same with dense weights (f32, bf16, f16) and f32 activations: the one-row
+// kernel sums each output in the tile's order (one 8-lane accumulator over k,
+// four weight rows at a time). Before it did (four accumulators per weight row)
+// this test found 44-247 of the 37·M outputs off in the last bits at M = 2..9.
+TEST(GemmBlocked, ADenseRowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
+  for (CpuSimd simd : {CpuSimd::kAuto, CpuSimd::kScalar})
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (int64_t K : {100, 1024}) {
+        const int64_t N = 37;
+        testing::HostTensor w({N, K}, dt);
+        w.values = random_values(N * K, 13, 0.05f);
+        w.sync();
+        for (int threads : {1, 2})
+          for (int64_t M : {2, 3, 4, 5, 8, 9, 17}) {
+            const CpuBackendOptions o{.threads = threads, .simd = simd};
+            const auto x = random_values(M * (K + 5), static_cast<uint32_t>(M * 5 + K));
+            const auto all = run_strided_linear(o, x, w.view(), M);
+            for (int64_t m = 0; m < M; ++m) {
+              const std::vector<float> row(x.begin() + m * (K + 5), x.begin() + (m + 1) * (K + 5));
+              const auto one = run_strided_linear(o, row, w.view(), 1);
+              for (int64_t n = 0; n < N; ++n)
+                ASSERT_TRUE(same_bits(one[static_cast<size_t>(n)], all[static_cast<size_t>(m * (N + 3) + n)]))
+                    << dtype_name(dt) << (simd == CpuSimd::kScalar ? " scalar" : "") << " K=" << K << " M=" << M
+                    << " row " << m << " n=" << n << " threads " << threads;
+            }
+          }
+      }
 }
 
 } // namespace

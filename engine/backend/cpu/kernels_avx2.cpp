@@ -83,32 +83,43 @@ NINFER_AVX2 void gemm_block(const float* xp, const float* x, int64_t xs, const t
   }
 }
 
-// One activation row: weight rows one after another (a task's rows are one contiguous, sequential stream), four
-// accumulators over k. A software prefetch into L2 8 KiB ahead in the stream, one per cache line: over a 311 MB
-// bf16 matrix (the lm_head, 2 threads, idle machine) this loop ran at ~21 GB/s with the hardware prefetcher alone,
-// ~31 GB/s with prefetcht0 4 KiB ahead and ~37 GB/s with prefetcht1 8 KiB ahead (a plain read sweep: ~29 GB/s).
+// One activation row against weight rows four at a time, each output summed exactly as gemm_block sums it (one
+// 8-lane accumulator stepping k by 8, hsum, the tail in k order), so a row has the same bits here as in any tile.
+// The loop takes a cache line of each of the four rows per step (32 k of bf16/f16) with a software prefetch into L2
+// 8 KiB ahead in each row: over a 311 MB bf16 matrix (the lm_head, 2 threads) the hardware prefetcher alone read
+// ~21 GB/s, prefetcht1 8 KiB ahead ~31 GB/s (a plain read sweep: ~31 GB/s).
 template <typename W>
 NINFER_AVX2 void gemm_row1(const float* x, const typename W::T* w, int64_t ws, int64_t n0, int64_t n1, int64_t K,
                            float* y, bool acc) {
-  const int64_t K32 = K / 32 * 32;
+  constexpr int kR = 4;
   constexpr int64_t kLine = 64 / sizeof(typename W::T), kAhead = 8192 / sizeof(typename W::T);
-  for (int64_t n = n0; n < n1; ++n) {
-    const typename W::T* wr = w + n * ws;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  const int64_t K8 = K / 8 * 8, K32 = K / 32 * 32;
+  int64_t n = n0;
+  for (; n + kR <= n1; n += kR) {
+    const typename W::T* wr[kR];
+    __m256 a[kR];
+    for (int r = 0; r < kR; ++r) wr[r] = w + (n + r) * ws, a[r] = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k < K32; k += 32) {
-      for (int64_t l = 0; l < 32; l += kLine)  // (past the matrix's end is harmless: prefetches never fault)
-        _mm_prefetch(reinterpret_cast<const char*>(wr + k + l + kAhead), _MM_HINT_T1);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), W::load8(wr + k), a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), W::load8(wr + k + 8), a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), W::load8(wr + k + 16), a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), W::load8(wr + k + 24), a3);
+      for (int r = 0; r < kR; ++r)
+        for (int64_t l = 0; l < 32; l += kLine)  // (past the matrix's end is harmless: prefetches never fault)
+          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + l + kAhead), _MM_HINT_T1);
+      for (int64_t j = 0; j < 32; j += 8) {
+        const __m256 xv = _mm256_loadu_ps(x + k + j);
+        for (int r = 0; r < kR; ++r) a[r] = _mm256_fmadd_ps(xv, W::load8(wr[r] + k + j), a[r]);
+      }
     }
-    for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), W::load8(wr + k), a0);
-    float s = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; k < K; ++k) s += x[k] * W::get(wr + k);
-    y[n] = acc ? y[n] + s : s;
+    for (; k < K8; k += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + k);
+      for (int r = 0; r < kR; ++r) a[r] = _mm256_fmadd_ps(xv, W::load8(wr[r] + k), a[r]);
+    }
+    for (int r = 0; r < kR; ++r) {
+      float s = hsum(a[r]);
+      for (int64_t kk = K8; kk < K; ++kk) s += x[kk] * W::get(wr[r] + kk);
+      y[n + r] = acc ? y[n + r] + s : s;
+    }
   }
+  for (; n < n1; ++n) gemm_block<W, 1, 1>(x, x, 0, w, ws, n, K, y, 0, acc);
 }
 
 template <typename W, int M, int NR>
