@@ -182,26 +182,31 @@ MemoryPlanInput host_plan_input(const ServeOptions &o, const PlanModel &m,
   for (const PlanTensor &t : m.tensors)
     if (t.section == "main")
       in.weight_bytes += tensor_storage_bytes(t.dtype, t.shape).value_or(0);
+  // The ranks this plan counts: the CPU ranks, or on a GPU the model as one
+  // (the per-device plan counts the devices).
+  const int ranks = cpu_ranks ? o.tp : 1;
   DevicePlanInput dp = device_plan_input(
-      o, m, std::vector<uint64_t>(static_cast<size_t>(o.tp), available));
+      o, m, std::vector<uint64_t>(static_cast<size_t>(ranks), available));
+  dp.tp = ranks;
   dp.embedding_on_device = true; // the host holds it (mapped)
   if (cpu_ranks) {
     in.tp = o.tp;
-    const HostRanksPlan ranks =
-        plan_host_ranks(dp, o.threads, o.bf16_activations);
-    in.shard_copy_bytes = ranks.shard_copies();
-    in.weight_bytes -= std::min(in.weight_bytes, ranks.copied_main_bytes);
-    in.activation_bytes = ranks.activations();
+    const HostRanksPlan host = plan_host_ranks(dp, o.threads, o.bf16_activations);
+    in.shard_copy_bytes = host.shard_copies();
+    in.weight_bytes -= std::min(in.weight_bytes, host.copied_main_bytes);
+    in.activation_bytes = host.activations();
   }
   if (dp.spec != PlanSpec::kNone) {
     // The drafters' own caches, each rank's for its heads (as the per-device
-    // plan counts them); at TP1 drafter_cache_bytes() of the artifact.
-    const int ranks = cpu_ranks ? o.tp : 1;
-    dp.tp = ranks;
-    in.drafter_bytes = [dp, ranks](int64_t max_context) {
+    // plan counts them); at TP1 drafter_cache_bytes() of the artifact. The
+    // ranks are cut once; the largest-context search calls this per probe.
+    std::vector<PlanRank> views;
+    for (int r = 0; r < ranks; ++r)
+      views.push_back(plan_rank_view(dp, r));
+    in.drafter_bytes = [dp = std::move(dp), views](int64_t max_context) {
       uint64_t bytes = 0;
-      for (int r = 0; r < ranks; ++r)
-        bytes += planned_drafter_cache_bytes(dp, plan_rank_view(dp, r), max_context);
+      for (const PlanRank &v : views)
+        bytes += planned_drafter_cache_bytes(dp, v, max_context);
       return bytes;
     };
   }

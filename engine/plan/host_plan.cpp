@@ -35,12 +35,12 @@ HostRanksPlan plan_host_ranks(const DevicePlanInput& in, int threads, bool bf16_
     HostRankPlan r;
     r.rank = rank;
     int64_t nvfp4_max_k = 0, dense_max_k = 0, draft_head_rows = pr.layout.vocab, draft_head_total = in.config.vocab_size;
-    const PlanTensor* lm_head = nullptr;
-    uint64_t lm_head_copy = 0;
+    uint64_t lm_head_copy = 0;  // the rank's lm_head shard when it is a copy
     for (const PlanTensor& t : in.tensors) {
       const RankShard s = rank_shard(t, in.config, pr.layout, in.dflash2, pr.dflash2_layout, pr.policy);
       if (s.placement == ShardPlacement::kExcluded) continue;
-      if (shard_is_copy(t, s, pr.layout)) {
+      const bool copy = shard_is_copy(t, s, pr.layout);
+      if (copy) {
         r.shard_copies += s.bytes;
         if (rank == 0 && t.section == "main") out.copied_main_bytes += tensor_storage_bytes(t.dtype, t.shape).value_or(0);
       }
@@ -48,12 +48,12 @@ HostRanksPlan plan_host_ranks(const DevicePlanInput& in, int threads, bool bf16_
         int64_t& widest = t.dtype == DType::kNVFP4 ? nvfp4_max_k : dense_max_k;
         widest = std::max(widest, s.shape[1]);
       }
-      if (t.name == "lm_head.weight") lm_head = &t, lm_head_copy = shard_is_copy(t, s, pr.layout) ? s.bytes : 0;
+      if (t.name == "lm_head.weight" && copy) lm_head_copy = s.bytes;
       if (t.name == "draft_lm_head.weight") draft_head_rows = s.shape[0], draft_head_total = t.shape[0];
     }
     // A drafter that scores with the target's lm_head cuts its own shard of it (mtp_drafter.cpp, dflash2_drafter.cpp):
     // a second copy where the shard is one.
-    if ((pr.mtp || pr.dflash2) && !pr.policy.draft_lm_head && lm_head) r.shard_copies += lm_head_copy;
+    if ((pr.mtp || pr.dflash2) && !pr.policy.draft_lm_head) r.shard_copies += lm_head_copy;
 
     const ActivationInput ai = activation_input(in, pr, false, nvfp4_max_k, draft_head_rows, draft_head_total);
     r.activations = plan_activations(ai).scratch_bytes();

@@ -105,7 +105,6 @@ void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r
   }
 }
 
-
 // Chunked (WY / UT transform) form, chunks of kChunk rows; same math as transformers' torch_chunk_gated_delta_rule
 // without padding (a partial last chunk is exact as it is). Per chunk of L rows (K, Q [L, dk], V [L, dv], γ the
 // cumulative log decay, S [dk, dv]) nearly everything is a small in-cache product (gemm_nn):

@@ -86,8 +86,9 @@ NINFER_AVX2 void gemm_block(const float* xp, const float* x, int64_t xs, const t
 // One activation row against weight rows four at a time, each output summed exactly as gemm_block sums it (one
 // 8-lane accumulator stepping k by 8, hsum, the tail in k order), so a row has the same bits here as in any tile.
 // The loop takes a cache line of each of the four rows per step (32 k of bf16/f16) with a software prefetch into L2
-// 8 KiB ahead in each row: over a 311 MB bf16 matrix (the lm_head, 2 threads) the hardware prefetcher alone read
-// ~21 GB/s, prefetcht1 8 KiB ahead ~31 GB/s (a plain read sweep: ~31 GB/s).
+// 8 KiB ahead in each row, as the one-row loop before it did (which read ~21 GB/s over a 311 MB bf16 matrix with the
+// hardware prefetcher alone, ~37 GB/s with this prefetch): on the lm_head, 2 threads, this loop read a median of
+// 32.6 GB/s against that loop's 30.6 in one interleaved run (docs/benchmarks.md).
 template <typename W>
 NINFER_AVX2 void gemm_row1(const float* x, const typename W::T* w, int64_t ws, int64_t n0, int64_t n1, int64_t K,
                            float* y, bool acc) {
