@@ -59,19 +59,34 @@ int main(int argc, char** argv) {
   try {
     spdlog::info("ninfer-serve {} {}", NINFER_VERSION, ninfer::server::describe(opt));
     auto t0 = std::chrono::steady_clock::now();
-    ninfer::Artifact artifact = ninfer::Artifact::open(opt.model, {.verify_checksums = opt.verify});
+    // Mapped first: the header, the config and the plan need no copy of the weights.
+    ninfer::Artifact artifact = ninfer::Artifact::open(opt.model);
+    // --no-mmap (the CPU default): the weights are copied into huge-page memory before anything binds them.
+    // Under CPU TP the tensors every rank copies into its shard stay mapped: they are read once, at load.
+    auto load_weights = [&](bool cpu_backend, const ninfer::server::PlanModel& plan_model) {
+      if (ninfer::server::weights_resident(opt, cpu_backend)) {
+        const std::vector<std::string_view> sections = ninfer::server::served_sections(opt);
+        const std::vector<std::string> shard_copies =
+            cpu_backend ? ninfer::server::shard_copied_tensors(opt, plan_model) : std::vector<std::string>{};
+        artifact.make_resident(sections, shard_copies);
+        spdlog::info("weights read into memory: {:.1f} MiB of section(s) {} (--mmap decodes from the mapping)",
+                     artifact.resident_bytes() / (1024.0 * 1024.0), fmt::join(sections, ", "));
+      }
+      if (opt.verify) artifact.verify();
+    };
     ninfer::ModelConfig config = ninfer::load_model_config(artifact);
     for (int r = 0; r < opt.tp; ++r) ninfer::tp_layout(config, r, opt.tp);  // heads that cannot be cut: refused now
     // --nnodes: a follower process joins the group and follows rank 0; it serves no HTTP.
-    if (opt.nnodes > 1 && opt.node_rank > 0) return ninfer::server::run_follower(opt, artifact, config);
-    // Speculative decoding: the drafter is checked against the artifact first (a missing section stops the start).
-    const std::string spec_method(ninfer::server::spec_method_name(opt.spec));
-    ninfer::DrafterFactory drafter;
-    std::string drafter_line;
-    if (opt.spec != ninfer::server::SpecMethod::kNone) {
-      drafter = ninfer::make_drafter_factory(spec_method, artifact, config, opt.lm_head_draft);
-      drafter_line = ninfer::describe_drafter(spec_method, artifact, config, opt.lm_head_draft);
+    if (opt.nnodes > 1 && opt.node_rank > 0) {
+      load_weights(true, ninfer::server::plan_model_from_artifact(artifact, opt));
+      return ninfer::server::run_follower(opt, artifact, config);
     }
+    const std::string spec_method(ninfer::server::spec_method_name(opt.spec));
+    // Speculative decoding: the drafter is checked against the artifact first (a missing section stops the start);
+    // it binds its weights once they are where they will stay (load_weights).
+    std::string drafter_line;
+    if (opt.spec != ninfer::server::SpecMethod::kNone)
+      drafter_line = ninfer::describe_drafter(spec_method, artifact, config, opt.lm_head_draft);
     // Without tokenizer.json (ninfer-pack warns about it) the model is served for token ids only (docs/api.md).
     std::optional<ninfer::Tokenizer> tokenizer;
     if (auto tokenizer_json = artifact.blob("tokenizer.json")) tokenizer = ninfer::Tokenizer::from_json(*tokenizer_json);
@@ -124,10 +139,6 @@ int main(int argc, char** argv) {
     eo.greedy = opt.greedy;
     if (tokenizer)  // padded rows never produced
       eo.output_ids = ninfer::server::tokenizer_output_ids(*tokenizer, config.vocab_size);
-    if (opt.spec != ninfer::server::SpecMethod::kNone) {
-      eo.drafter = std::move(drafter);
-      eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));
-    }
     const ninfer::server::PlanModel plan_model = ninfer::server::plan_model_from_artifact(artifact, opt);
     const ninfer::MemoryPlanInput plan_in =
         ninfer::server::host_plan_input(opt, plan_model, device_free_bytes(), !on_gpu);
@@ -145,7 +156,8 @@ int main(int argc, char** argv) {
         spdlog::info("{}", table.substr(at, end - at));
       }
     }
-    // The server listens (GET /health: 503) while the engine is built and the weights are paged in.
+    // The server listens (GET /health: 503) while the weights are read into memory (or paged in) and the engine is
+    // built; from here on only the loader thread touches the artifact and the engine options.
     ninfer::server::DeferredEngine port;
     std::unique_ptr<ninfer::GlooGroup> group;  // --nnodes: this process is rank 0; outlives the engine
     std::atomic<bool> group_lost{false};
@@ -162,6 +174,11 @@ int main(int argc, char** argv) {
     std::atomic<bool> load_failed{false}, serving_done{false};
     std::thread loader([&] {
       try {
+        load_weights(!on_gpu, plan_model);
+        if (opt.spec != ninfer::server::SpecMethod::kNone) {
+          eo.drafter = ninfer::make_drafter_factory(spec_method, artifact, config, opt.lm_head_draft);
+          eo.draft_tokens = opt.draft_tokens.value_or(ninfer::default_draft_tokens(spec_method));
+        }
         if (opt.nnodes > 1) {
           group = std::make_unique<ninfer::GlooGroup>(ninfer::server::gloo_group_options(opt));
           eo.process_group = group.get();

@@ -1,5 +1,6 @@
 #include "server/serve_memory_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -166,6 +167,14 @@ DevicePlanInput device_plan_input(const ServeOptions &o, const PlanModel &m,
   return in;
 }
 
+std::vector<std::string> shard_copied_tensors(const ServeOptions &o,
+                                              const PlanModel &m) {
+  DevicePlanInput dp = device_plan_input(
+      o, m, std::vector<uint64_t>(static_cast<size_t>(o.tp), 0));
+  dp.embedding_on_device = true; // the host holds it, as in host_plan_input
+  return tensors_every_rank_copies(dp);
+}
+
 MemoryPlanInput host_plan_input(const ServeOptions &o, const PlanModel &m,
                                 uint64_t available, bool cpu_ranks) {
   const EngineOptions eo = engine_options_from(o, m.config);
@@ -179,21 +188,29 @@ MemoryPlanInput host_plan_input(const ServeOptions &o, const PlanModel &m,
                      .prefix_state_rows = o.spec == SpecMethod::kNone
                                               ? prefix_state_rows(m.config, eo)
                                               : 0};
-  for (const PlanTensor &t : m.tensors)
-    if (t.section == "main")
-      in.weight_bytes += tensor_storage_bytes(t.dtype, t.shape).value_or(0);
   // The ranks this plan counts: the CPU ranks, or on a GPU the model as one
   // (the per-device plan counts the devices).
   const int ranks = cpu_ranks ? o.tp : 1;
   DevicePlanInput dp = device_plan_input(
       o, m, std::vector<uint64_t>(static_cast<size_t>(ranks), available));
   dp.tp = ranks;
-  dp.embedding_on_device = true; // the host holds it (mapped)
+  dp.embedding_on_device = true; // the host holds it
+  // The weights of the sections the server runs, copied into memory or
+  // mapped, but for the tensors every CPU rank copies into its shard: those
+  // are read once at load and stay mapped (clean page cache).
+  in.weights_resident = weights_resident(o, cpu_ranks);
+  const std::vector<std::string_view> sections = served_sections(o);
+  const std::vector<std::string> copied =
+      cpu_ranks ? shard_copied_tensors(o, m) : std::vector<std::string>{};
+  for (const PlanTensor &t : m.tensors)
+    if (std::find(sections.begin(), sections.end(), t.section) !=
+            sections.end() &&
+        std::find(copied.begin(), copied.end(), t.name) == copied.end())
+      in.weight_bytes += tensor_storage_bytes(t.dtype, t.shape).value_or(0);
   if (cpu_ranks) {
     in.tp = o.tp;
     const HostRanksPlan host = plan_host_ranks(dp, o.threads, o.bf16_activations);
     in.shard_copy_bytes = host.shard_copies();
-    in.weight_bytes -= std::min(in.weight_bytes, host.copied_main_bytes);
     in.activation_bytes = host.activations();
   }
   if (dp.spec != PlanSpec::kNone) {

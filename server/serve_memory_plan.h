@@ -32,11 +32,16 @@ std::vector<uint64_t> device_free_memory(const ServeOptions& options);
 // --tp 1 (what the CUDA backend uploads today; docs/memory-plan.md).
 DevicePlanInput device_plan_input(const ServeOptions& options, const PlanModel& model, std::vector<uint64_t> available);
 
-// The host plan's input (plan_memory, engine/runtime/memory_plan.h) of these flags: the main section's weights, KV,
-// linear state and the drafter's caches, and with `cpu_ranks` (the CPU backend) each rank's heads, the weight copies
-// its shards make, its activation scratch and CPU backend buffers (plan_host_ranks).
+// The host plan's input (plan_memory, engine/runtime/memory_plan.h) of these flags: the weights of the
+// served_sections() (copied into memory, or mapped), KV, linear state and the drafter's caches,
+// and with `cpu_ranks` (the CPU backend) each rank's heads, the weight copies its shards make, its activation scratch
+// and CPU backend buffers (plan_host_ranks).
 MemoryPlanInput host_plan_input(const ServeOptions& options, const PlanModel& model, uint64_t available,
                                 bool cpu_ranks);
+
+// The tensors every CPU rank copies into its own shard at --tp (none at --tp 1; tensors_every_rank_copies): a resident
+// load leaves them mapped (Artifact::make_resident's keep_mapped).
+std::vector<std::string> shard_copied_tensors(const ServeOptions& options, const PlanModel& model);
 
 // --plan-only: prints the plan on stdout and returns 0 when it fits; prints the shortfall (and the table) on stderr and
 // returns 1 when it does not, or when the model or a device cannot be read.

@@ -252,6 +252,15 @@ ParsedServeOptions parse_serve_options(int argc, const char *const *argv,
                                        "keeps (hybrid models) [default: 2 x "
                                        "--max-concurrency]")
                             ->check(CLI::Range(1, 1 << 20));
+  bool mmap = false, no_mmap = false;
+  auto *mmap_opt = app.add_flag(
+      "--mmap", mmap,
+      "Decode from the mapped artifact's page cache (the default on a GPU, "
+      "which uploads from it)");
+  app.add_flag("--no-mmap", no_mmap,
+               "Copy the weights into huge-page host memory (the default on "
+               "the CPU backend: faster decode, the weights stay resident)")
+      ->excludes(mmap_opt);
   app.add_flag("--verify", verify,
                "Check every tensor checksum of the artifact at load (header "
                "checks always run)");
@@ -442,6 +451,8 @@ ParsedServeOptions parse_serve_options(int argc, const char *const *argv,
     o.prefix_snapshots = prefix_snapshots;
   }
   o.verify = verify;
+  if (mmap || no_mmap)
+    o.mmap = mmap;
   if (*draft_opt) {
     if (o.spec == SpecMethod::kNone)
       return usage_error("--draft-tokens: needs --spec mtp or --spec dflash2");
@@ -534,6 +545,8 @@ std::string describe(const ServeOptions &o) {
     s += fmt::format(" --prefix-snapshots {}", *o.prefix_snapshots);
   if (o.cuda_graphs)
     s += " --cuda-graphs on";
+  if (o.mmap)
+    s += *o.mmap ? " --mmap" : " --no-mmap";
   if (o.verify)
     s += " --verify";
   if (o.greedy)
@@ -574,6 +587,23 @@ std::string describe(const ServeOptions &o) {
                      o.plan_quant);
   if (!o.plan_dflash2_config.empty())
     s += fmt::format(" --plan-dflash2-config {}", o.plan_dflash2_config);
+  return s;
+}
+
+bool weights_resident(const ServeOptions &o, bool cpu_backend) {
+  if (o.mmap)
+    return !*o.mmap;
+  return cpu_backend;
+}
+
+std::vector<std::string_view> served_sections(const ServeOptions &o) {
+  std::vector<std::string_view> s{"main"};
+  if (o.spec == SpecMethod::kMtp)
+    s.push_back("mtp");
+  if (o.spec == SpecMethod::kDflash2)
+    s.push_back("dflash2");
+  if (o.spec != SpecMethod::kNone && o.lm_head_draft)
+    s.push_back("draft_lm_head");
   return s;
 }
 

@@ -56,6 +56,10 @@ struct ServeOptions {
   std::optional<int> prefix_snapshots; // --prefix-snapshots N: unset = 2 ×
                                        // --max-concurrency (hybrid models)
   bool verify = false;                 // --verify: hash every tensor at load
+  // --mmap / --no-mmap: map the artifact, or read it into huge-page host
+  // memory (the sections served_sections() names); unset:
+  // weights_resident() decides (docs/cli.md).
+  std::optional<bool> mmap;
   bool greedy = false;                 // --greedy: argmax for every request
   SpecMethod spec = SpecMethod::kNone; // --spec
   std::optional<int>
@@ -143,5 +147,15 @@ ParsedServeOptions parse_serve_options(
 
 // The options as flags, for the startup log ("--port 8080 --kv-dtype int8 …").
 std::string describe(const ServeOptions &options);
+
+// Whether the weights are copied into memory rather than read from the
+// mapping: --no-mmap / --mmap when given, else when the CPU backend runs them
+// (decode streams the weights each token and runs faster from huge-page
+// memory; a GPU uploads from the mapping).
+bool weights_resident(const ServeOptions &options, bool cpu_backend);
+// The artifact sections the server runs: the model's, and the drafter's for
+// --spec (with draft_lm_head for --lm-head-draft). A resident load copies
+// these (Artifact::make_resident); the others stay mapped and unread.
+std::vector<std::string_view> served_sections(const ServeOptions &options);
 
 } // namespace ninfer::server

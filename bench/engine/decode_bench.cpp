@@ -52,13 +52,15 @@ struct Measured {
 struct Options {
   int threads = 2, tokens = 32, prompt = 512, batch = 8, prefill_chunk = 2048;
   bool prefill_only = false, profile_ops = false;
+  bool mmap = false;  // decode from the mapping, not from the file read into memory (ninfer-serve --mmap)
 };
 
 Measured measure(const std::string &variant, const std::string &path,
                  Nvfp4Activations mode, const Options &o) {
   const int threads = o.threads, prompt = o.prompt, tokens = o.tokens,
             batch = o.batch;
-  Artifact a = Artifact::open(path);
+  // As ninfer-serve's CPU backend does (--no-mmap, its default), unless --mmap.
+  Artifact a = Artifact::open(path, {.show_progress = false, .resident = !o.mmap});
   ModelConfig c = load_model_config(a);
   // Bytes one batch-1 decode step streams: every weight once, except a tied
   // embedding next to a stored lm_head (w4a4-head): then the embedding gives
@@ -141,6 +143,10 @@ int main(int argc, char **argv) {
                  "w4a4-head (the NVFP4 derivative with an nvfp4 lm_head too: "
                  "ninfer-pack --quant-lm-head nvfp4), bf16-act (the packed "
                  "model with --dense-activations bf16)");
+  app.add_flag("--mmap", o.mmap,
+               "decode from the mapped artifact (ninfer-serve --mmap); by "
+               "default it is read into memory, as ninfer-serve's CPU backend "
+               "does");
   app.add_flag("--profile-ops", o.profile_ops,
                "time every backend op (ProfilingBackend) and print where the "
                "prefill and the batch-1 decode spend it");

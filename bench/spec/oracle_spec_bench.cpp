@@ -157,7 +157,9 @@ int main(int argc, char **argv) {
   const bench::SyntheticModel model = bench::prepare_synthetic_model(
       dir, bench::synthetic_qwen35_config(static_cast<uint64_t>(gb * 1e9)),
       variant != "bf16");
-  Artifact a = Artifact::open(variant == "bf16" ? model.bf16 : model.nvfp4);
+  // Read into memory, as ninfer-serve's CPU backend does (--no-mmap).
+  Artifact a = Artifact::open(variant == "bf16" ? model.bf16 : model.nvfp4,
+                              {.show_progress = false, .resident = true});
   const ModelConfig c = load_model_config(a);
   const auto acts =
       variant == "w4a16" ? Nvfp4Activations::kFloat : Nvfp4Activations::kNvfp4;

@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   app.add_option("--variant", only, "run only these rows (repeatable), e.g. --variant plain --variant 'mtp K=3'");
   CLI11_PARSE(app, argc, argv);
 
-  Artifact a = Artifact::open(model);
+  Artifact a = Artifact::open(model, {.show_progress = false, .resident = true});  // as ninfer-serve on the CPU
   ModelConfig c = load_model_config(a);
   Tokenizer tok = Tokenizer::from_json(std::string(*a.blob("tokenizer.json")));
   ChatTemplate chat = ChatTemplate::from_template_text(a.metadata()["chat_template"].get<std::string>());

@@ -1,10 +1,12 @@
 #include "engine/artifact/artifact.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "engine/artifact/checksum.h"
 #include "engine/artifact/format.h"
+#include "engine/core/aligned_buffer.h"
 #include "engine/core/error.h"
 #include "engine/core/progress.h"
 
@@ -38,8 +40,65 @@ Artifact Artifact::open(const std::string& utf8_path, const OpenOptions& options
   a.parse_header();
   a.parse_metadata();
   a.check_layout();
+  if (options.resident) a.make_resident({}, {}, options.show_progress);
   if (options.verify_checksums) a.verify(options.show_progress);
   return a;
+}
+
+void Artifact::make_resident(std::span<const std::string_view> sections, std::span<const std::string> keep_mapped,
+                             bool show_progress) {
+  if (sections.empty()) sections = af::kSections;
+  resident_tensor_.resize(tensors_.size(), 0);
+  // The new tensors' ranges in file order, neighbours merged: one copy per run of adjacent tensors.
+  struct Range {
+    uint64_t begin, end;
+  };
+  std::vector<Range> ranges;
+  std::vector<size_t> adding;
+  uint64_t tensor_bytes = 0;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const TensorInfo& t = tensors_[i];
+    if (resident_tensor_[i] || t.bytes == 0 ||
+        std::find(sections.begin(), sections.end(), t.section) == sections.end() ||
+        std::find(keep_mapped.begin(), keep_mapped.end(), t.name) != keep_mapped.end())
+      continue;
+    ranges.push_back({absolute_offset(t), absolute_offset(t) + t.bytes});
+    adding.push_back(i);
+    tensor_bytes += t.bytes;
+  }
+  if (adding.empty()) return;
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  std::vector<Range> runs;
+  uint64_t total = 0;
+  for (const Range& r : ranges) {
+    if (!runs.empty() && r.begin <= runs.back().end + af::kAlignment) runs.back().end = std::max(runs.back().end, r.end);
+    else runs.push_back(r);
+  }
+  for (const Range& r : runs) total += r.end - r.begin;
+  if (!resident_) {
+    // Address space for the whole file; pages are backed only where a copy writes them.
+    if (file_.size() <= SIZE_MAX) resident_ = aligned_host(static_cast<size_t>(file_.size()), af::kAlignment);
+    if (!resident_)
+      fail(ErrorKind::kOutOfMemory, "{}: cannot allocate {} bytes to copy its weights into memory (--mmap reads them "
+           "from the mapping)", file_.path(), file_.size());
+  }
+  auto* dst = static_cast<std::byte*>(resident_.get());
+  constexpr uint64_t kStep = uint64_t{64} << 20;  // progress granularity
+  ProgressBar bar("reading " + path_to_utf8(path_from_utf8(file_.path()).filename()), total, show_progress);
+  for (const Range& r : runs)
+    for (uint64_t at = r.begin; at < r.end; at += kStep) {
+      const uint64_t n = std::min(kStep, r.end - at);
+      std::memcpy(dst + at, file_.data() + at, static_cast<size_t>(n));
+      bar.advance(n);
+    }
+  bar.finish();
+  for (size_t i : adding) resident_tensor_[i] = 1;
+  resident_bytes_ += tensor_bytes;
+}
+
+bool Artifact::resident(const TensorInfo& t) const {
+  const auto it = by_name_.find(t.name);
+  return it != by_name_.end() && it->second < resident_tensor_.size() && resident_tensor_[it->second];
 }
 
 void Artifact::parse_header() {
@@ -201,6 +260,7 @@ const TensorInfo& Artifact::require(std::string_view name) const {
 }
 
 std::span<const std::byte> Artifact::data(const TensorInfo& t) const {
+  if (resident(t)) return {static_cast<const std::byte*>(resident_.get()) + absolute_offset(t), t.bytes};
   return file_.bytes().subspan(data_offset_ + t.offset, t.bytes);
 }
 

@@ -64,7 +64,6 @@ RankPlan plan_rank(const DevicePlanInput& in, int rank, int64_t kv_tokens) {
   const PlanRank pr = plan_rank_view(in, rank);
   const TpLayout& l = pr.layout;
   const ModelConfig& rc = pr.config;
-  const bool mtp = pr.mtp, dfl = pr.dflash2;
   const int32_t K = pr.draft_tokens;
   const std::optional<TpLayout>& dl = pr.dflash2_layout;
   const ShardPolicy& policy = pr.policy;

@@ -18,6 +18,17 @@ bool shard_is_copy(const PlanTensor& t, const RankShard& s, const TpLayout& layo
   return ends_with(".linear_attn.in_proj_qkv.weight") || ends_with(".linear_attn.conv1d.weight");
 }
 
+std::vector<std::string> tensors_every_rank_copies(const DevicePlanInput& in) {
+  std::vector<std::string> names;
+  if (in.tp <= 1) return names;
+  const PlanRank pr = plan_rank_view(in, 0);  // every rank cuts the same tensors the same way
+  for (const PlanTensor& t : in.tensors) {
+    const RankShard s = rank_shard(t, in.config, pr.layout, in.dflash2, pr.dflash2_layout, pr.policy);
+    if (s.placement != ShardPlacement::kExcluded && shard_is_copy(t, s, pr.layout)) names.push_back(t.name);
+  }
+  return names;
+}
+
 uint64_t HostRanksPlan::shard_copies() const {
   return std::accumulate(ranks.begin(), ranks.end(), uint64_t{0},
                          [](uint64_t n, const HostRankPlan& r) { return n + r.shard_copies; });
@@ -40,10 +51,7 @@ HostRanksPlan plan_host_ranks(const DevicePlanInput& in, int threads, bool bf16_
       const RankShard s = rank_shard(t, in.config, pr.layout, in.dflash2, pr.dflash2_layout, pr.policy);
       if (s.placement == ShardPlacement::kExcluded) continue;
       const bool copy = shard_is_copy(t, s, pr.layout);
-      if (copy) {
-        r.shard_copies += s.bytes;
-        if (rank == 0 && t.section == "main") out.copied_main_bytes += tensor_storage_bytes(t.dtype, t.shape).value_or(0);
-      }
+      if (copy) r.shard_copies += s.bytes;
       if (s.shape.size() == 2 && s.placement != ShardPlacement::kHost) {
         int64_t& widest = t.dtype == DType::kNVFP4 ? nvfp4_max_k : dense_max_k;
         widest = std::max(widest, s.shape[1]);

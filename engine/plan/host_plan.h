@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/plan/device_plan.h"
@@ -20,9 +21,6 @@ struct HostRankPlan {
 
 struct HostRanksPlan {
   std::vector<HostRankPlan> ranks;
-  // Main-section tensors every rank copies: their mapped pages are read once at load and not again (clean page
-  // cache the kernel may reclaim), so the plan's resident weights leave them out.
-  uint64_t copied_main_bytes = 0;
   uint64_t shard_copies() const;
   uint64_t activations() const;  // activations + workspaces of every rank
 };
@@ -31,6 +29,11 @@ struct HostRanksPlan {
 // hardware thread), split over the ranks as tp_rank_threads() splits it; `bf16_activations` is
 // --dense-activations bf16.
 HostRanksPlan plan_host_ranks(const DevicePlanInput& in, int threads, bool bf16_activations);
+
+// The tensors every rank copies into its own shard (shard_is_copy), of every section the ranks load; none at TP1.
+// Their mapped pages are read once, at load: the server leaves them mapped (Artifact::make_resident's keep_mapped),
+// and the host plan leaves them out of the weights (clean page cache the kernel may reclaim).
+std::vector<std::string> tensors_every_rank_copies(const DevicePlanInput& in);
 
 // Whether a rank's CPU shard of `t` (placement `s`) is a copy rather than a view of the mapped artifact:
 // weight_shard.cpp copies every nvfp4 shard and rows taken from several ranges (GDN in_proj_qkv and conv1d); nothing

@@ -37,6 +37,7 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
   p.state_bytes = (static_cast<uint64_t>(in.max_concurrency) * slots_per_seq + static_cast<uint64_t>(in.prefix_state_rows)) *
                   state_per_slot;
   p.shard_copy_bytes = in.shard_copy_bytes;
+  p.weights_resident = in.weights_resident;
   p.activation_bytes = in.activation_bytes;
   p.drafter_bytes = in.drafter_bytes ? in.drafter_bytes(max_context) : 0;
   p.available_bytes = in.available_bytes;
@@ -45,10 +46,10 @@ MemoryPlan compute(const ModelConfig& c, const MemoryPlanInput& in, int64_t max_
 }  // namespace
 
 std::string MemoryPlan::describe() const {
-  return fmt::format("weights {:.1f} MiB{}, KV cache {:.1f} MiB ({} tokens), linear state {:.1f} MiB{}{}; total "
+  return fmt::format("weights {:.1f} MiB {}{}, KV cache {:.1f} MiB ({} tokens), linear state {:.1f} MiB{}{}; total "
                      "{:.1f} MiB of {:.1f} MiB available, slack {:.1f} MiB",
-                     weight_bytes / kMiB,
-                     shard_copy_bytes > 0 ? fmt::format(" mapped + {:.1f} MiB of shard copies", shard_copy_bytes / kMiB)
+                     weight_bytes / kMiB, weights_resident ? "read into memory" : "mapped",
+                     shard_copy_bytes > 0 ? fmt::format(" + {:.1f} MiB of shard copies", shard_copy_bytes / kMiB)
                                           : std::string(),
                      kv_bytes / kMiB, kv_tokens, state_bytes / kMiB,
                      drafter_bytes > 0 ? fmt::format(", drafter caches {:.1f} MiB", drafter_bytes / kMiB) : std::string(),

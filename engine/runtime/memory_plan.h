@@ -13,8 +13,9 @@
 namespace ninfer {
 
 struct MemoryPlanInput {
-  uint64_t weight_bytes = 0;  // resident mapped weights (the artifact's main section; under CPU TP without the
-                              // tensors every rank copies, host_plan.h)
+  uint64_t weight_bytes = 0;  // the weights of the sections served (the model's and the drafter's): mapped (under CPU
+                              // TP without the tensors every rank copies, host_plan.h), or copied into memory
+  bool weights_resident = false;  // the artifact is read into memory (--no-mmap) rather than mapped
   int64_t max_context = 0;
   int32_t max_concurrency = 1;
   int64_t kv_capacity = 0;    // tokens; 0 = auto (max_concurrency × max_context)
@@ -36,6 +37,7 @@ struct MemoryPlan {
   int64_t kv_tokens = 0;  // rounded up to whole blocks
   uint64_t weight_bytes = 0, kv_bytes = 0, state_bytes = 0;  // state: sequence slots, checkpoints, prefix snapshots
   uint64_t drafter_bytes = 0;  // the drafter's KV / state caches
+  bool weights_resident = false;  // as in MemoryPlanInput
   uint64_t shard_copy_bytes = 0, activation_bytes = 0;  // as in MemoryPlanInput
   uint64_t total_bytes() const {
     return weight_bytes + shard_copy_bytes + kv_bytes + state_bytes + drafter_bytes + activation_bytes;

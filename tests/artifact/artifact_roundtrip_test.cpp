@@ -85,6 +85,68 @@ TEST(ArtifactRoundTrip, ViewsAreZeroCopyIntoTheMapping) {
   EXPECT_EQ(std::memcmp(span.data(), raw.data() + a.absolute_offset(t), span.size()), 0);
 }
 
+TEST(ArtifactRoundTrip, ResidentCopyHoldsTheSameBytesOutsideTheMapping) {
+  TempDir dir;
+  std::string path = dir.file("m.ninfer");
+  write_sample(path);
+  const std::string raw = testing::read_file(path);
+  const Artifact mapped = Artifact::open(path);
+  EXPECT_EQ(mapped.resident_bytes(), 0u);
+  const Artifact a = Artifact::open(path, {.verify_checksums = true, .show_progress = false, .resident = true});
+  uint64_t tensor_bytes = 0;
+  for (const TensorInfo& t : mapped.tensors()) {
+    EXPECT_TRUE(a.resident(t)) << t.name;
+    auto want = mapped.data(t), got = a.data(a.require(t.name));
+    ASSERT_EQ(got.size(), want.size()) << t.name;
+    EXPECT_NE(got.data(), want.data()) << t.name << " still points into a mapping";
+    EXPECT_EQ(std::memcmp(got.data(), raw.data() + a.absolute_offset(t), got.size()), 0) << t.name;
+    tensor_bytes += t.bytes;
+  }
+  EXPECT_EQ(a.resident_bytes(), tensor_bytes);
+  EXPECT_EQ(*a.blob("tokenizer.json"), R"({"model":{}})");  // blobs stay mapped
+  // The copy keeps the file's offsets, so each tensor stays as aligned as in the file.
+  for (const TensorInfo& t : a.tensors())
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data(t).data()) % artifact_format::kAlignment, 0u) << t.name;
+}
+
+TEST(ArtifactRoundTrip, ResidentSectionsAreCopiedTheOthersStayMapped) {
+  TempDir dir;
+  std::string path = dir.file("m.ninfer");
+  write_sample(path);
+  const std::string raw = testing::read_file(path);
+  Artifact a = Artifact::open(path);
+  const std::byte* mapped_b = a.data(a.require("b.weight")).data();
+  const std::byte* mapped_v = a.data(a.require("v.weight")).data();
+  constexpr std::string_view kMain[] = {"main"};
+  a.make_resident(kMain, {}, false);
+  EXPECT_TRUE(a.resident(a.require("a.weight")));
+  EXPECT_FALSE(a.resident(a.require("b.weight")));
+  EXPECT_EQ(a.resident_bytes(), 30u + 160u);  // a.weight and c.weight
+  EXPECT_EQ(a.data(a.require("b.weight")).data(), mapped_b);
+  EXPECT_EQ(a.data(a.require("v.weight")).data(), mapped_v);
+  const std::byte* c = a.data(a.require("c.weight")).data();
+  EXPECT_EQ(std::memcmp(c, raw.data() + a.absolute_offset(a.require("c.weight")), 160), 0);
+  // Adding a section keeps the first copy where it is; repeating one changes nothing.
+  constexpr std::string_view kMtp[] = {"mtp", "main", "mtp"};
+  a.make_resident(kMtp, {}, false);
+  EXPECT_EQ(a.data(a.require("c.weight")).data(), c);
+  EXPECT_NE(a.data(a.require("b.weight")).data(), mapped_b);
+  EXPECT_EQ(std::memcmp(a.data(a.require("b.weight")).data(), raw.data() + a.absolute_offset(a.require("b.weight")), 28),
+            0);
+  EXPECT_EQ(a.resident_bytes(), 30u + 160u + 28u);
+  a.verify(false);  // the checksums hold over the copy
+
+  // keep_mapped: a named tensor of a copied section stays in the mapping.
+  Artifact k = Artifact::open(path);
+  const std::byte* mapped_c = k.data(k.require("c.weight")).data();
+  const std::string keep[] = {"c.weight"};
+  k.make_resident({}, keep, false);
+  EXPECT_EQ(k.data(k.require("c.weight")).data(), mapped_c);
+  EXPECT_FALSE(k.resident(k.require("c.weight")));
+  EXPECT_TRUE(k.resident(k.require("a.weight")));
+  EXPECT_EQ(k.resident_bytes(), 30u + 28u + 5000u);
+}
+
 TEST(ArtifactRoundTrip, CjkPathAndHardLinkOpenTheSameArtifact) {
   TempDir dir;
   std::string cjk = dir.file("模型-中文路径.ninfer");

@@ -13,6 +13,8 @@
 #include "engine/plan/plan_tensors.h"
 #include "engine/runtime/memory_plan.h"
 #include "engine/speculative/mtp_drafter.h"
+#include "server/serve_memory_plan.h"
+#include "server/serve_options.h"
 #include "tests/model/reference_model.h"
 
 namespace ninfer {
@@ -105,6 +107,32 @@ TEST(HostPlan, KvAndStateArePerRankAndReplicasCount) {
   EXPECT_EQ(split.kv_bytes, 2 * one.kv_bytes);  // every head held twice
   in.tp = 2;
   EXPECT_EQ(plan_memory(c, in).kv_bytes, one.kv_bytes);
+}
+
+// The weights the host plan counts are the bytes a resident load copies (with --mmap, the same tensors in the
+// mapping), and what stays mapped is what every rank copies into its shard; at TP1 and TP2, with and without MTP.
+TEST(HostPlan, WeightsAreWhatAResidentLoadCopies) {
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {"--backend", "cpu"},
+           {"--backend", "cpu", "--spec", "mtp"},
+           {"--backend", "cpu", "--tp", "2"},
+           {"--backend", "cpu", "--tp", "2", "--spec", "mtp"},
+           {"--backend", "cpu", "--tp", "2", "--mmap"}}) {
+    std::vector<std::string> args{"ninfer-serve"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto parsed = server::parse_serve_options(args, kTinyNvfp4);
+    ASSERT_TRUE(parsed.options) << parsed.message;
+    const server::ServeOptions& o = *parsed.options;
+    Artifact a = Artifact::open(kTinyNvfp4);
+    const server::PlanModel m = server::plan_model_from_artifact(a, o);
+    const MemoryPlanInput in = server::host_plan_input(o, m, 0, true);
+    const std::vector<std::string> kept = server::shard_copied_tensors(o, m);
+    EXPECT_EQ(kept.empty(), o.tp == 1) << ::testing::PrintToString(flags);
+    a.make_resident(server::served_sections(o), kept, false);
+    EXPECT_EQ(in.weights_resident, !o.mmap.value_or(false)) << ::testing::PrintToString(flags);
+    EXPECT_EQ(in.weight_bytes, a.resident_bytes()) << ::testing::PrintToString(flags);
+    for (const std::string& name : kept) EXPECT_FALSE(a.resident(a.require(name))) << name;
+  }
 }
 
 }  // namespace

@@ -116,6 +116,27 @@ TEST(ServeOptions, PrefixSnapshotsAreParsedDescribedAndNeedPrefixReuse) {
   expect_usage_error({"--prefix-snapshots", "0"}, "--prefix-snapshots");
 }
 
+TEST(ServeOptions, MmapOrReadIntoMemory) {
+  const ServeOptions d = *parse({}).options;
+  EXPECT_FALSE(d.mmap);
+  EXPECT_TRUE(weights_resident(d, true));    // the CPU backend at --tp 1 reads the file
+  EXPECT_FALSE(weights_resident(d, false));  // a GPU uploads from the mapping
+  const ServeOptions tp2 = *parse({"--tp", "2"}, kAllBuilt).options;
+  EXPECT_TRUE(weights_resident(tp2, true));  // CPU ranks too (what they copy into shards stays mapped)
+  const ServeOptions m = *parse({"--mmap"}).options;
+  EXPECT_FALSE(weights_resident(m, true));
+  EXPECT_NE(describe(m).find(" --mmap"), std::string::npos) << describe(m);
+  const ServeOptions n = *parse({"--no-mmap", "--tp", "2"}, kAllBuilt).options;
+  EXPECT_TRUE(weights_resident(n, true));
+  EXPECT_TRUE(weights_resident(n, false));
+  EXPECT_EQ(served_sections(d), (std::vector<std::string_view>{"main"}));
+  EXPECT_EQ(served_sections(*parse({"--spec", "mtp", "--lm-head-draft"}).options),
+            (std::vector<std::string_view>{"main", "mtp", "draft_lm_head"}));
+  EXPECT_EQ(served_sections(*parse({"--spec", "dflash2"}).options), (std::vector<std::string_view>{"main", "dflash2"}));
+  EXPECT_NE(describe(n).find(" --no-mmap"), std::string::npos) << describe(n);
+  expect_usage_error({"--mmap", "--no-mmap"}, "--mmap");
+}
+
 TEST(ServeOptions, BadValuesExitTwoAndNameTheFlag) {
   expect_usage_error({"--port", "70000"}, "--port");
   expect_usage_error({"--port", "abc"}, "--port");
@@ -201,7 +222,8 @@ TEST(ServeOptions, HelpListsEveryFlagAndExitsZero) {
   for (const char* flag : {"--model", "--host", "--port", "--prefill-chunk", "--max-context", "--kv-capacity",
                            "--kv-dtype", "--nvfp4-activations", "--dense-activations", "--max-concurrency", "--tp", "--devices", "--no-prefix-reuse", "--greedy",
                            "--spec", "--draft-tokens", "--lm-head-draft", "--log-jsonl", "--api-key",
-                           "--served-model-name", "--reasoning-budget", "--tool-call-parser", "--threads"})
+                           "--served-model-name", "--reasoning-budget", "--tool-call-parser", "--threads", "--mmap",
+                           "--no-mmap"})
     EXPECT_NE(r.message.find(flag), std::string::npos) << flag << " missing from --help";
   ParsedServeOptions v = parse({"--version"});
   EXPECT_EQ(v.exit_code, 0);
