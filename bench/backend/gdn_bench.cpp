@@ -1,6 +1,8 @@
 // ninfer-bench-gdn: the CPU backend's gated delta rule (Gated-DeltaNet's recurrence) over a prefill of T tokens, in
 // the recurrent and the chunked form: ms, tokens/s and the chunked form's GFLOP/s (useful FLOPs, chunked_flops).
-// Shapes default to the Qwen3.5 GDN head (dk = dv = 128) with 16 value heads, as a ~1B hybrid has.
+// Shapes default to the Qwen3.5 GDN head (dk = dv = 128) with 16 value heads, as a ~1B hybrid has. --decode-layers L
+// adds the decode step: one token at a time through L layers' states (as a decode step meets them, so they stream
+// from memory rather than sit in cache), timed per token and as GB/s of state read and written.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -47,6 +49,9 @@ int main(int argc, char** argv) {
   app.add_option("--tokens", lengths, "prefill lengths");
   app.add_option("--reps", reps, "timed repetitions (median reported)");
   bool chunked_only = false;
+  int64_t decode_layers = 0, decode_tokens = 32;
+  app.add_option("--decode-layers", decode_layers, "also time decode: one token through this many layers' states");
+  app.add_option("--decode-tokens", decode_tokens, "tokens of each decode repetition");
   app.add_flag("--chunked-only", chunked_only, "time the chunked form only (for a profile)");
   CLI11_PARSE(app, argc, argv);
 
@@ -87,5 +92,30 @@ int main(int argc, char** argv) {
     const double tc = median_seconds(reps, [&] { run(DeltaRuleAlgo::kChunked); });
     fmt::print("{:>6} {:>10.3f} {:>12.0f} {:>10.3f} {:>12.0f} {:>10.1f} {:>8.2f}x\n", T, tr * 1e3, double(T) / tr,
                tc * 1e3, double(T) / tc, double(nv) * chunked_flops(T, dk, dv) / tc / 1e9, tr / tc);
+  }
+  if (decode_layers > 0) {
+    // Each layer's state [1, nv, dk, dv] apart; a token's q/k/v/g/beta reused (the state traffic is what is timed).
+    const int64_t L = decode_layers, per_layer = nv * dk * dv;
+    std::vector<float> states(static_cast<size_t>(L * per_layer)), q(static_cast<size_t>(nk * dk)), k(q.size()),
+        v(static_cast<size_t>(nv * dv)), g(static_cast<size_t>(nv)), beta(g.size()), out(v.size());
+    for (float& x : states) x = 0.01f * U(rng);
+    for (float& x : q) x = U(rng) / std::sqrt(float(dk));
+    for (float& x : k) x = U(rng) / std::sqrt(float(dk));
+    for (float& x : v) x = U(rng);
+    for (float& x : g) x = -0.05f;
+    for (float& x : beta) x = 0.5f;
+    const std::vector<int32_t> q_start{0, 1}, slots{0};
+    auto tensor = [](float* x, std::initializer_list<int64_t> shape) { return Tensor::make(x, DType::kF32, shape); };
+    const double t = median_seconds(reps, [&] {
+      for (int64_t tok = 0; tok < decode_tokens; ++tok)
+        for (int64_t l = 0; l < L; ++l)
+          be->gated_delta_rule(tensor(out.data(), {1, nv, dv}), tensor(q.data(), {1, nk, dk}),
+                               tensor(k.data(), {1, nk, dk}), tensor(v.data(), {1, nv, dv}), tensor(g.data(), {1, nv}),
+                               tensor(beta.data(), {1, nv}), tensor(states.data() + l * per_layer, {1, nv, dk, dv}),
+                               SeqBatch{q_start, slots}, DeltaRuleAlgo::kRecurrent);
+    }) / double(decode_tokens);
+    const double bytes = 2.0 * double(L * per_layer) * sizeof(float);  // every state read once and written once
+    fmt::print("decode: {} layers x {} value heads ({:.1f} MiB of state): {:.3f} ms a token, {:.1f} GB/s of state "
+               "read + written\n", L, nv, double(L * per_layer) * sizeof(float) / (1 << 20), t * 1e3, bytes / t / 1e9);
   }
 }

@@ -3,6 +3,7 @@
 // 6-row tile, strided operands, accumulate or overwrite), and nothing written outside the output block. exp_shift
 // (attention's softmax step) against std::exp: values, sum, underflow and NaN. transpose_to_f32 (attention's Kᵀ)
 // exactly, on every K dtype, with edges on both sides of the 8 x 8 tile.
+// delta_step (the recurrent gated delta rule per token) against the textbook order in double.
 #include <cmath>
 #include <limits>
 #include <random>
@@ -55,6 +56,41 @@ TEST(CpuKernels, GemmNnMatchesDoubleReference) {
                     << kr->name << " wrote past column " << N;
             }
           }
+  }
+}
+
+// delta_step (the recurrent gated delta rule's token) against the textbook order in double: S ← decay·S;
+// u = beta·(v − Sᵀk); S ← S + k·uᵀ; o = Sᵀq; column counts with and without 8- and 32-wide tails.
+TEST(CpuKernels, DeltaStepMatchesTheTextbookOrder) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+  for (const Kernels* kr : variants()) {
+    for (auto [dk, dv] : {std::pair<int64_t, int64_t>{128, 128}, {16, 8}, {5, 13}, {64, 40}, {3, 1}}) {
+      std::vector<float> S(static_cast<size_t>(dk * dv)), k(static_cast<size_t>(dk)), q(k.size()),
+          v(static_cast<size_t>(dv)), o(v.size()), tmp(2 * v.size());
+      for (float& x : S) x = U(rng);
+      for (float& x : k) x = U(rng) * 0.1f;
+      for (float& x : q) x = U(rng);
+      for (float& x : v) x = U(rng);
+      const double decay = 0.9, beta = 0.7;
+      std::vector<double> Sd(S.begin(), S.end()), u(v.size(), 0.0), od(v.size(), 0.0);
+      for (double& x : Sd) x *= decay;
+      for (int64_t j = 0; j < dv; ++j) {
+        double m = 0.0;
+        for (int64_t i = 0; i < dk; ++i) m += Sd[static_cast<size_t>(i * dv + j)] * k[static_cast<size_t>(i)];
+        u[static_cast<size_t>(j)] = beta * (v[static_cast<size_t>(j)] - m);
+      }
+      for (int64_t i = 0; i < dk; ++i)
+        for (int64_t j = 0; j < dv; ++j) {
+          double& s = Sd[static_cast<size_t>(i * dv + j)];
+          s += k[static_cast<size_t>(i)] * u[static_cast<size_t>(j)];
+          od[static_cast<size_t>(j)] += s * q[static_cast<size_t>(i)];
+        }
+      kr->delta_step(S.data(), dk, dv, k.data(), q.data(), v.data(), float(decay), float(beta), o.data(), tmp.data());
+      for (size_t i = 0; i < S.size(); ++i) ASSERT_NEAR(S[i], Sd[i], 1e-5) << kr->name << " dk " << dk << " dv " << dv << " S[" << i << "]";
+      for (size_t j = 0; j < o.size(); ++j)
+        ASSERT_NEAR(o[j], od[j], 1e-5 * static_cast<double>(dk) + 1e-6) << kr->name << " dk " << dk << " dv " << dv << " o[" << j << "]";
+    }
   }
 }
 

@@ -78,7 +78,7 @@ struct DeltaArgs {
   const SeqBatch* batch;
 };
 
-// Recurrent form over rows [r0, r1) of value head h with state S [dk, dv].
+// Recurrent form over rows [r0, r1) of value head h with state S [dk, dv]: one delta_step per row (tmp: 2·dv floats).
 void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r0, int64_t r1, float* S, float* tmp) {
   const int64_t dk = a.dk, dv = a.dv, kh = h / a.group;
   for (int64_t r = r0; r < r1; ++r) {
@@ -87,19 +87,7 @@ void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r
     const float* vv = static_cast<const float*>(a.v->at(r, h));
     const float decay = std::exp(static_cast<const float*>(a.g->at(r))[h]);
     const float b = static_cast<const float*>(a.beta->at(r))[h];
-    float* mem = tmp;  // Sᵀk after the decay
-    std::fill(mem, mem + dv, 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      kr.scale(decay, S + i * dv, dv);
-      kr.axpy(kv[i], S + i * dv, mem, dv);
-    }
-    for (int64_t j = 0; j < dv; ++j) mem[j] = b * (vv[j] - mem[j]);  // u
-    float* o = static_cast<float*>(a.out->at(r, h));
-    std::fill(o, o + dv, 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      kr.axpy(kv[i], mem, S + i * dv, dv);
-      kr.axpy(qv[i], S + i * dv, o, dv);
-    }
+    kr.delta_step(S, dk, dv, kv, qv, vv, decay, b, static_cast<float*>(a.out->at(r, h)), tmp);
     if (const int32_t ck = checkpoint_of(*a.batch, r); ck >= 0)
       std::copy(S, S + dk * dv, static_cast<float*>(a.state->at(ck, h)));
   }
@@ -208,7 +196,7 @@ void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tens
     if (chunked) {
       delta_chunked(*k_, args, h, r0, r1, St, scratch(thread, chunk_mem));
     } else {
-      delta_recurrent(*k_, args, h, r0, r1, St, scratch(thread, static_cast<size_t>(dv)));
+      delta_recurrent(*k_, args, h, r0, r1, St, scratch(thread, static_cast<size_t>(2 * dv)));
     }
   });
 }

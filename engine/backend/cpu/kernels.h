@@ -49,6 +49,12 @@ struct Kernels {
   // attention's scores (exact: widening only).
   void (*transpose_to_f32)(const void* src, DType dtype, int64_t ss, int64_t rows, int64_t cols, float* dst,
                            int64_t ds);
+  // One token of the gated delta rule on a value head's state S [dk, dv] (row i: key dimension i), the recurrent
+  // decode step, in two passes over S instead of four: with sk = Sᵀk and sq = Sᵀq of the old state,
+  // u = beta·(v − decay·sk), o = decay·sq + (k·q)·u (which is Sᵀq of the new state), then S ← decay·S + k·uᵀ.
+  // Algebraically the textbook order (S ← decay·S; u = beta·(v − Sᵀk); S ← S + k·uᵀ; o = Sᵀq). `tmp`: 2·dv floats.
+  void (*delta_step)(float* S, int64_t dk, int64_t dv, const float* k, const float* q, const float* v, float decay,
+                     float beta, float* o, float* tmp);
 
   GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
 };

@@ -316,6 +316,51 @@ NINFER_AVX2 void scale_avx2(float a, float* y, int64_t n) {
   for (; i < n; ++i) y[i] *= a;
 }
 
+// Pass 1 of delta_step over columns [j0, j0 + 8·V): sk = Sᵀk and sq = Sᵀq, V vectors of each in registers.
+template <int V>
+NINFER_AVX2 inline void delta_columns_avx2(const float* S, int64_t dk, int64_t dv, int64_t j0, const float* k,
+                                           const float* q, float* sk, float* sq) {
+  __m256 ak[V], aq[V];
+  for (int b = 0; b < V; ++b) ak[b] = aq[b] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < dk; ++i) {
+    const __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);
+    const float* s = S + i * dv + j0;
+    for (int b = 0; b < V; ++b) {
+      const __m256 x = _mm256_loadu_ps(s + 8 * b);
+      ak[b] = _mm256_fmadd_ps(ki, x, ak[b]);
+      aq[b] = _mm256_fmadd_ps(qi, x, aq[b]);
+    }
+  }
+  for (int b = 0; b < V; ++b) _mm256_storeu_ps(sk + j0 + 8 * b, ak[b]), _mm256_storeu_ps(sq + j0 + 8 * b, aq[b]);
+}
+
+NINFER_AVX2 void delta_step_avx2(float* S, int64_t dk, int64_t dv, const float* k, const float* q, const float* v,
+                                 float decay, float beta, float* o, float* tmp) {
+  float *sk = tmp, *sq = tmp + dv;
+  int64_t j = 0;
+  for (; j + 32 <= dv; j += 32) delta_columns_avx2<4>(S, dk, dv, j, k, q, sk, sq);
+  for (; j + 8 <= dv; j += 8) delta_columns_avx2<1>(S, dk, dv, j, k, q, sk, sq);
+  for (; j < dv; ++j) {
+    float a = 0.0f, b = 0.0f;
+    for (int64_t i = 0; i < dk; ++i) a += k[i] * S[i * dv + j], b += q[i] * S[i * dv + j];
+    sk[j] = a, sq[j] = b;
+  }
+  const float kq = simd::dot(k, q, dk, simd::load8_f32, simd::scalar_f32);
+  for (j = 0; j < dv; ++j) {
+    const float u = beta * (v[j] - decay * sk[j]);
+    o[j] = decay * sq[j] + kq * u;
+    sk[j] = u;
+  }
+  const __m256 d = _mm256_set1_ps(decay);
+  for (int64_t i = 0; i < dk; ++i) {
+    float* s = S + i * dv;
+    const __m256 ki = _mm256_set1_ps(k[i]);
+    for (j = 0; j + 8 <= dv; j += 8)
+      _mm256_storeu_ps(s + j, _mm256_fmadd_ps(ki, _mm256_loadu_ps(sk + j), _mm256_mul_ps(d, _mm256_loadu_ps(s + j))));
+    for (; j < dv; ++j) s[j] = decay * s[j] + k[i] * sk[j];
+  }
+}
+
 NINFER_AVX2 void to_f32_avx2(const void* src, DType dtype, float* dst, int64_t n) {
   int64_t i = 0;
   switch (dtype) {
@@ -401,7 +446,8 @@ const Kernels* avx2_kernels() {
   static const bool ok = cpu_supports_avx2_fma_f16c();
   static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
                          axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2,   gemm_nn_avx2,
-                         exp_shift_avx2, gemm_pack_avx2, silu_mul_avx2, transpose_to_f32_avx2};
+                         exp_shift_avx2, gemm_pack_avx2, silu_mul_avx2, transpose_to_f32_avx2,
+                         delta_step_avx2};
   return ok ? &k : nullptr;
 }
 

@@ -47,6 +47,27 @@ void scale_scalar(float a, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= a;
 }
 
+void delta_step_scalar(float* S, int64_t dk, int64_t dv, const float* k, const float* q, const float* v, float decay,
+                       float beta, float* o, float* tmp) {
+  float *sk = tmp, *sq = tmp + dv;
+  std::fill(tmp, tmp + 2 * dv, 0.0f);
+  float kq = 0.0f;
+  for (int64_t i = 0; i < dk; ++i) {
+    const float* s = S + i * dv;
+    for (int64_t j = 0; j < dv; ++j) sk[j] += k[i] * s[j], sq[j] += q[i] * s[j];
+    kq += k[i] * q[i];
+  }
+  for (int64_t j = 0; j < dv; ++j) {
+    const float u = beta * (v[j] - decay * sk[j]);
+    o[j] = decay * sq[j] + kq * u;
+    sk[j] = u;
+  }
+  for (int64_t i = 0; i < dk; ++i) {
+    float* s = S + i * dv;
+    for (int64_t j = 0; j < dv; ++j) s[j] = decay * s[j] + k[i] * sk[j];
+  }
+}
+
 void to_f32_scalar(const void* src, DType dtype, float* dst, int64_t n) {
   switch (dtype) {
     case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
@@ -114,7 +135,7 @@ const Kernels& scalar_kernels() {
   static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
                          axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar,
                          gemm_nn_scalar, exp_shift_scalar,     nullptr,               silu_mul_scalar,
-                         transpose_to_f32_scalar};
+                         transpose_to_f32_scalar, delta_step_scalar};
   return k;
 }
 
