@@ -201,7 +201,7 @@ MemoryPlanInput host_plan_input(const ServeOptions &o, const PlanModel &m,
   in.weights_resident = weights_resident(o, cpu_ranks);
   const std::vector<std::string_view> sections = served_sections(o);
   const std::vector<std::string> copied =
-      cpu_ranks ? shard_copied_tensors(o, m) : std::vector<std::string>{};
+      cpu_ranks ? tensors_every_rank_copies(dp) : std::vector<std::string>{};
   for (const PlanTensor &t : m.tensors)
     if (std::find(sections.begin(), sections.end(), t.section) !=
             sections.end() &&

@@ -80,12 +80,18 @@ public:
 };
 
 enum class DeltaRuleAlgo : uint8_t {
-  kAuto, // the backend picks per sequence (CPU: chunked when a sequence brings
-         // >= 16 tokens)
+  kAuto, // the backend picks per sequence: chunked when a sequence brings
+         // kDeltaRuleAutoChunkedMin or more rows and none has a checkpoint
   kRecurrent, // token by token (decode form)
   kChunked,   // chunks of 64 tokens, WY/UT form (prefill form); same result as
               // kRecurrent up to rounding
 };
+
+// kAuto's switch to the chunked form, on every backend (so that kAuto picks
+// the same form, and the same rounding, on CPU and CUDA). On the CPU the
+// chunked form is faster from 3 rows of one sequence (ninfer-bench-gdn,
+// docs/benchmarks.md "The recurrent step"); 4 leaves a margin.
+inline constexpr int64_t kDeltaRuleAutoChunkedMin = 4;
 
 // Op contract, for every backend:
 //  - Activations are f32 unless stated. Weights (w arguments) may be f32, bf16

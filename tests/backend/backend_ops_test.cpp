@@ -425,6 +425,32 @@ TEST_P(BackendOps, GatedDeltaRuleBothFormsMatchReference) {
   }
 }
 
+// kAuto picks per sequence: the recurrent form below kDeltaRuleAutoChunkedMin rows, the chunked one from there (the
+// two round differently, so kAuto's output of each sequence equals one form's bit for bit and not the other's).
+TEST_P(BackendOps, GatedDeltaRuleAutoSwitchesAtItsThreshold) {
+  const int32_t n = static_cast<int32_t>(kDeltaRuleAutoChunkedMin);
+  const DeltaCase c{{0, n - 1, 2 * n - 1}, 2, 4, 16, 16, -0.3f, 0.0f};  // n - 1 tokens, then n
+  const DeltaData d0 = make_delta_data(c, rng, true);
+  const std::vector<int32_t> slots{1, 2};
+  auto run = [&](DeltaRuleAlgo algo) {
+    DeltaData d = d0;
+    HostTensor out({2 * n - 1, c.nv, c.dv});
+    be->gated_delta_rule(out.view(), d.q.view(), d.k.view(), d.v.view(), d.g.view(), d.beta.view(), d.state.view(),
+                         SeqBatch{c.q_start, slots}, algo);
+    return out.values;
+  };
+  const std::vector<float> rec = run(DeltaRuleAlgo::kRecurrent), chk = run(DeltaRuleAlgo::kChunked),
+                           autov = run(DeltaRuleAlgo::kAuto);
+  const auto row = static_cast<ptrdiff_t>(c.nv * c.dv);
+  auto seq = [&](const std::vector<float>& v, int s) {
+    return s == 0 ? std::vector<float>(v.begin(), v.begin() + (n - 1) * row)
+                  : std::vector<float>(v.begin() + (n - 1) * row, v.end());
+  };
+  ASSERT_NE(seq(rec, 1), seq(chk, 1)) << "the two forms round alike here: the test would not see the switch";
+  EXPECT_EQ(seq(autov, 0), seq(rec, 0)) << n - 1 << " tokens: recurrent";
+  EXPECT_EQ(seq(autov, 1), seq(chk, 1)) << n << " tokens: chunked";
+}
+
 TEST_P(BackendOps, GatedDeltaRuleHugeDecaysStayFinite) {
   const DeltaCase c{{0, 80}, 1, 2, 16, 16, -0.5f, 0.0f};
   DeltaData d0 = make_delta_data(c, rng, true);

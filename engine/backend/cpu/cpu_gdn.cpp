@@ -13,7 +13,6 @@ namespace ninfer::cpu {
 namespace {
 
 constexpr int64_t kChunk = 64;            // delta-rule chunk length (as FLA / transformers)
-constexpr int64_t kAutoChunkedMin = 16;   // kAuto: chunked form from this many tokens of one sequence
 constexpr int64_t kConvChannelBlock = 256;
 constexpr int64_t kTriRows = 6;          // row blocks of the chunk's triangular products (gemm_nn's AVX2 tile rows)
 
@@ -192,7 +191,7 @@ void CpuBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Tens
     bool checkpoints = false;
     for (int64_t r = r0; r < r1 && !checkpoints && !batch.checkpoint_slot.empty(); ++r) checkpoints = checkpoint_of(batch, r) >= 0;
     const bool chunked = !checkpoints && (algo == DeltaRuleAlgo::kChunked ||
-                                          (algo == DeltaRuleAlgo::kAuto && r1 - r0 >= kAutoChunkedMin));
+                                          (algo == DeltaRuleAlgo::kAuto && r1 - r0 >= kDeltaRuleAutoChunkedMin));
     if (chunked) {
       delta_chunked(*k_, args, h, r0, r1, St, scratch(thread, chunk_mem));
     } else {

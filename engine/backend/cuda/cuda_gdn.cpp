@@ -12,7 +12,6 @@ namespace ninfer::cuda {
 
 namespace {
 
-constexpr int64_t kAutoChunkedMin = 16;                   // kAuto: chunked form from this many rows (as the CPU)
 constexpr size_t kChunkWindowBytes = size_t{64} << 20;     // chunked-form scratch per window of chunks
 
 }  // namespace
@@ -55,7 +54,7 @@ void CudaBackend::gated_delta_rule(const Tensor& out, const Tensor& q, const Ten
     for (int32_t r = r0; r < r1 && !batch.checkpoint_slot.empty() && !checkpoints; ++r)
       checkpoints = batch.checkpoint_slot[static_cast<size_t>(r)] >= 0;
     const bool chunked = !checkpoints && (algo == DeltaRuleAlgo::kChunked ||
-                                          (algo == DeltaRuleAlgo::kAuto && r1 - r0 >= kAutoChunkedMin));
+                                          (algo == DeltaRuleAlgo::kAuto && r1 - r0 >= kDeltaRuleAutoChunkedMin));
     if (!chunked) {
       recurrent.push_back(static_cast<int32_t>(s));
       continue;
