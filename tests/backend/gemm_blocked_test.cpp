@@ -224,6 +224,24 @@ TEST(GemmBlocked, AnNvfp4RowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
   }
 }
 
+// Every output of an M-row linear (rows of K + 5 floats, run_strided_linear) has
+// the bits the same row gives in a call of its own.
+void expect_each_row_as_alone(const CpuBackendOptions &o,
+                              const std::vector<float> &x, const Tensor &w,
+                              int64_t M, const ::testing::Message &what) {
+  const int64_t N = w.dim(0), K = w.dim(1);
+  const auto all = run_strided_linear(o, x, w, M);
+  for (int64_t m = 0; m < M; ++m) {
+    const std::vector<float> row(x.begin() + m * (K + 5),
+                                 x.begin() + (m + 1) * (K + 5));
+    const auto one = run_strided_linear(o, row, w, 1);
+    for (int64_t n = 0; n < N; ++n)
+      ASSERT_TRUE(same_bits(one[static_cast<size_t>(n)],
+                            all[static_cast<size_t>(m * (N + 3) + n)]))
+          << what << " row " << m << " n=" << n;
+  }
+}
+
 // The same with dense weights (f32, bf16, f16) and f32 activations: the one-row
 // kernel sums each output in the tile's order (one 8-lane accumulator over k,
 // four weight rows at a time). Before it did (four accumulators per weight row)
@@ -240,17 +258,38 @@ TEST(GemmBlocked, ADenseRowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
           for (int64_t M : {2, 3, 4, 5, 8, 9, 17}) {
             const CpuBackendOptions o{.threads = threads, .simd = simd};
             const auto x = random_values(M * (K + 5), static_cast<uint32_t>(M * 5 + K));
-            const auto all = run_strided_linear(o, x, w.view(), M);
-            for (int64_t m = 0; m < M; ++m) {
-              const std::vector<float> row(x.begin() + m * (K + 5), x.begin() + (m + 1) * (K + 5));
-              const auto one = run_strided_linear(o, row, w.view(), 1);
-              for (int64_t n = 0; n < N; ++n)
-                ASSERT_TRUE(same_bits(one[static_cast<size_t>(n)], all[static_cast<size_t>(m * (N + 3) + n)]))
-                    << dtype_name(dt) << (simd == CpuSimd::kScalar ? " scalar" : "") << " K=" << K << " M=" << M
-                    << " row " << m << " n=" << n << " threads " << threads;
-            }
+            expect_each_row_as_alone(o, x, w.view(), M,
+                                     ::testing::Message() << dtype_name(dt) << (simd == CpuSimd::kScalar ? " scalar" : "")
+                                                          << " K=" << K << " M=" << M << " threads " << threads);
+            if (::testing::Test::HasFatalFailure()) return;
           }
       }
+}
+
+// A matrix of few weight rows (the GDN gate projections: one per value head)
+// against many activation rows is split by ranges of row tiles as well
+// (CpuBackend::gemm_tasks), each range packed by its own task: every output is
+// still the bits a one-row call gives, with f32 and bf16 activations.
+TEST(GemmBlocked, ANarrowMatrixSplitByRowTilesGivesTheSameBits) {
+  for (bool bf16_act : {false, true})
+    for (DType dt : {DType::kF32, DType::kBF16})
+      for (int64_t N : {6, 16})
+        for (int64_t K : {100, 1024}) {
+          if (bf16_act && dt != DType::kBF16) continue;
+          testing::HostTensor w({N, K}, dt);
+          w.values = random_values(N * K, static_cast<uint32_t>(N + K), 0.05f);
+          w.sync();
+          for (int threads : {1, 3})
+            for (int64_t M : {100, 203}) {
+              const CpuBackendOptions o{.threads = threads, .bf16_activations = bf16_act};
+              const auto x = random_values(M * (K + 5), static_cast<uint32_t>(M + K));
+              expect_each_row_as_alone(o, x, w.view(), M,
+                                       ::testing::Message() << dtype_name(dt) << (bf16_act ? " bf16 activations" : "")
+                                                            << " N=" << N << " K=" << K << " M=" << M << " threads "
+                                                            << threads);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+        }
 }
 
 } // namespace

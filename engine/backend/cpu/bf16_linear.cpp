@@ -1,5 +1,5 @@
 // CpuBackend::linear for bf16 weights with CpuBackendOptions::bf16_activations: the activation rows rounded to bf16
-// once per call, then the AVX512-BF16 kernel threaded over weight-row chunks (each chunk swept by every row tile);
+// once per call, then the AVX512-BF16 kernel threaded over weight-row chunks (each swept by the row tiles, gemm_tasks);
 // without AVX512-BF16, the rounded rows widened back to f32 through the f32-activation GEMM (the same products,
 // summed by FMA in another order).
 #include <algorithm>
@@ -45,20 +45,19 @@ void CpuBackend::linear_bf16_activations(const Tensor& y, const Tensor& x, const
     return;
   }
 
-  // 2. Weight rows per task, each task's chunk swept by every tile of rows.
-  const int64_t nb = weight_rows_per_task(M, N, K * 2, kBf16MaxRows);
-  const int64_t tasks = (N + nb - 1) / nb;
+  // 2. Tasks: weight-row ranges, each swept by the tiles of its row range (gemm_tasks).
+  const GemmTasks g = gemm_tasks(M, N, K * 2, kBf16MaxRows, parallel);
   const auto* wp = static_cast<const uint16_t*>(w.data);
   auto* yp = static_cast<float*>(y.data);
   auto run = [&](int64_t t, int) {
-    const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
-    for (int64_t m0 = 0; m0 < M; m0 += kBf16MaxRows) {
+    const GemmTasks::Range r = g.range(t);
+    for (int64_t m0 = r.m0; m0 < r.m1; m0 += kBf16MaxRows) {
       const int rows = static_cast<int>(std::min<int64_t>(kBf16MaxRows, M - m0));
-      bf16_dot_(bf16_rows_, m0, rows, wp, ws, n0, n1, yp + m0 * ys, ys, accumulate);
+      bf16_dot_(bf16_rows_, m0, rows, wp, ws, r.n0, r.n1, yp + m0 * ys, ys, accumulate);
     }
   };
-  if (parallel) pool_.parallel_for(tasks, run);
-  else for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+  if (parallel) pool_.parallel_for(g.count(), run);
+  else for (int64_t t = 0; t < g.count(); ++t) run(t, 0);
 }
 
 }  // namespace ninfer::cpu

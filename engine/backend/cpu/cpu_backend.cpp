@@ -170,18 +170,33 @@ void CpuBackend::linear(const Tensor &y, const Tensor &x, const Tensor &w,
     linear_dense(y, x, w, accumulate);
 }
 
-int64_t CpuBackend::weight_rows_per_task(int64_t M, int64_t N,
-                                         int64_t row_bytes,
-                                         int max_rows) const {
-  // Enough tasks to balance the threads; for many activation rows keep the
-  // task's weight panel (re-read once per row tile) within ~256 KiB so it stays
-  // in L2.
-  const int threads = pool_.size();
-  int64_t nb = (N + threads * 4 - 1) / (threads * 4);
-  if (M > max_rows)
-    nb = std::min<int64_t>(
-        nb, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, row_bytes)));
-  return std::max<int64_t>(4, (nb + 3) / 4 * 4);
+GemmTasks CpuBackend::gemm_tasks(int64_t M, int64_t N, int64_t row_bytes,
+                                 int tile_rows, bool threaded) const {
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  auto round4 = [](int64_t n) { return std::max<int64_t>(4, (n + 3) / 4 * 4); };
+  GemmTasks g{.M = M, .N = N, .tile_rows = tile_rows};
+  const int64_t tiles = ceil_div(M, tile_rows);
+  const int64_t want = threaded ? int64_t{pool_.size()} * 4 : 1;
+  // For many activation rows keep a task's weight panel (re-read once per
+  // tile) within ~256 KiB so that it stays in L2.
+  const int64_t l2_rows =
+      std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, row_bytes));
+  // Enough weight-row ranges to balance the threads...
+  g.nb = ceil_div(N, want);
+  if (M > tile_rows)
+    g.nb = std::min(g.nb, l2_rows);
+  g.nb = round4(g.nb);
+  // ...or, where the matrix has too few rows for that (the GDN gate
+  // projections: one per value head), whole L2 panels, and the tiles split
+  // into ranges as well.
+  if (ceil_div(N, g.nb) < want && tiles > 1)
+    g.nb = round4(std::min(N, l2_rows));
+  g.n_tasks = ceil_div(N, g.nb);
+  const int64_t splits =
+      g.n_tasks >= want ? 1 : std::min(tiles, ceil_div(want, g.n_tasks));
+  g.tiles_per_task = ceil_div(tiles, splits);
+  g.m_tasks = ceil_div(tiles, g.tiles_per_task);
+  return g;
 }
 
 void CpuBackend::linear_dense(const Tensor &y, const Tensor &x,
@@ -194,34 +209,44 @@ void CpuBackend::linear_dense(const Tensor &y, const Tensor &x,
   const auto *xp = static_cast<const float *>(x.data);
   auto *yp = static_cast<float *>(y.data);
   const int64_t wbytes = static_cast<int64_t>(dtype_element_bytes(w.dtype));
-  // Activation rows packed once per call for every task (kernels that pack; one
-  // row reads x directly).
+  const bool threaded = M * N * K >= (1 << 16);
+  const GemmTasks g = gemm_tasks(M, N, K * wbytes, kGemmMaxRows, threaded);
+  // Activation rows packed once per call for every task (kernels that pack;
+  // one row reads x directly), by the tasks' row ranges, over the threads.
   const float *packed = nullptr;
   if (k_->gemm_pack && M > 1 && !legacy_gemm_) {
-    resize_exact(gemm_packed_, static_cast<size_t>((M + kGemmMaxRows - 1) /
-                                            kGemmMaxRows * gemm_pack_block(K)));
-    k_->gemm_pack(xp, xs, M, K, gemm_packed_.data());
-    packed = gemm_packed_.data();
+    resize_exact(gemm_packed_,
+                 static_cast<size_t>((M + kGemmMaxRows - 1) / kGemmMaxRows *
+                                     gemm_pack_block(K)));
+    float *out = gemm_packed_.data();
+    auto pack = [&](int64_t t, int) {
+      const GemmTasks::Range r = g.range(t * g.n_tasks);
+      k_->gemm_pack(xp + r.m0 * xs, xs, r.m1 - r.m0, K,
+                    out + r.m0 / kGemmMaxRows * gemm_pack_block(K));
+    };
+    if (threaded && g.m_tasks > 1)
+      pool_.parallel_for(g.m_tasks, pack);
+    else
+      for (int64_t t = 0; t < g.m_tasks; ++t)
+        pack(t, 0);
+    packed = out;
   }
-  const int64_t nb = weight_rows_per_task(M, N, K * wbytes, kGemmMaxRows);
-  const int64_t tasks = (N + nb - 1) / nb;
   auto run = [&](int64_t t, int) {
-    const int64_t n0 = t * nb, n1 = std::min(N, n0 + nb);
-    for (int64_t m0 = 0; m0 < M; m0 += kGemmMaxRows) {
+    const GemmTasks::Range r = g.range(t);
+    for (int64_t m0 = r.m0; m0 < r.m1; m0 += kGemmMaxRows) {
       const int rows =
           static_cast<int>(std::min<int64_t>(kGemmMaxRows, M - m0));
       const float *pb =
           packed ? packed + m0 / kGemmMaxRows * gemm_pack_block(K) : nullptr;
-      fn(xp + m0 * xs, xs, rows, pb, w.data, ws, n0, n1, K, yp + m0 * ys, ys,
-         accumulate);
+      fn(xp + m0 * xs, xs, rows, pb, w.data, ws, r.n0, r.n1, K, yp + m0 * ys,
+         ys, accumulate);
     }
   };
-  if (M * N * K < (1 << 16)) {
-    for (int64_t t = 0; t < tasks; ++t)
+  if (threaded)
+    pool_.parallel_for(g.count(), run);
+  else
+    for (int64_t t = 0; t < g.count(); ++t)
       run(t, 0);
-  } else {
-    pool_.parallel_for(tasks, run);
-  }
 }
 
 void CpuBackend::embedding(const Tensor &y, const Tensor &table,

@@ -2,6 +2,8 @@
 // runtime-selected SIMD kernels).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -14,6 +16,27 @@
 #include "engine/backend/op_checks.h"
 
 namespace ninfer::cpu {
+
+// How a dense linear is split into tasks: ranges of nb weight rows, each swept
+// by the activation-row tiles of its range of tiles (every tile where the
+// weight ranges alone keep the threads busy). A tile is tile_rows rows from
+// row 0 whatever the split, so every output is the same.
+struct GemmTasks {
+  int64_t M = 0, N = 0;
+  int64_t nb = 1, n_tasks = 1; // weight rows per task, weight-row ranges
+  int64_t tile_rows = 1, tiles_per_task = 1, m_tasks = 1;
+  int64_t count() const { return n_tasks * m_tasks; }
+  // Task t's weight rows [n0, n1) and activation rows [m0, m1).
+  struct Range {
+    int64_t n0, n1, m0, m1;
+  };
+  Range range(int64_t t) const {
+    const int64_t n0 = t % n_tasks * nb,
+                  m0 = t / n_tasks * tiles_per_task * tile_rows;
+    return {n0, std::min(N, n0 + nb), m0,
+            std::min(M, m0 + tiles_per_task * tile_rows)};
+  }
+};
 
 class CpuBackend final : public Backend {
 public:
@@ -87,10 +110,10 @@ private:
   // f32 activations against f32 / bf16 / f16 weights (cpu_backend.cpp).
   void linear_dense(const Tensor &y, const Tensor &x, const Tensor &w,
                     bool accumulate);
-  // Weight rows per task of a linear of M rows over N weight rows of
-  // `row_bytes` each.
-  int64_t weight_rows_per_task(int64_t M, int64_t N, int64_t row_bytes,
-                               int max_rows) const;
+  // The tasks of a dense linear of M activation rows (in tiles of tile_rows)
+  // over N weight rows of `row_bytes` each (cpu_backend.cpp).
+  GemmTasks gemm_tasks(int64_t M, int64_t N, int64_t row_bytes, int tile_rows,
+                       bool threaded) const;
 
   const Kernels *k_;
   const Nvfp4Kernels *nvfp4_k_;
