@@ -319,6 +319,25 @@ TEST_P(BackendOps, Conv1dBatchFromZeroState) {
     }
 }
 
+// Taps in a strided view (each channel's K taps followed by a gap) give the bits the same taps stored contiguously do.
+TEST_P(BackendOps, Conv1dStridedTapsEqualContiguous) {
+  const int64_t C = 300, K = 4, T = 9;
+  for (DType dt : kWeightDtypes) {
+    HostTensor wide = random_tensor({C, K + 3}, rng, -1, 1, dt), w({C, K}, dt);
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t j = 0; j < K; ++j) w.values[static_cast<size_t>(c * K + j)] = wide.values[static_cast<size_t>(c * (K + 3) + j)];
+    w.sync();
+    const Tensor strided = Tensor::strided(wide.data(), dt, {C, K}, {K + 3, 1});
+    HostTensor x = random_tensor({T, C}, rng, -2, 2), a({T, C}), b({T, C});
+    HostTensor sa = random_tensor({1, K - 1, C}, rng, -1, 1), sb = sa;
+    const std::vector<int32_t> q_start{0, int32_t(T)}, slot{0};
+    be->conv1d(a.view(), x.view(), w.view(), sa.view(), SeqBatch{q_start, slot}, true);
+    be->conv1d(b.view(), x.view(), strided, sb.view(), SeqBatch{q_start, slot}, true);
+    EXPECT_EQ(b.values, a.values) << dtype_name(dt);
+    EXPECT_EQ(sb.values, sa.values) << dtype_name(dt);
+  }
+}
+
 TEST_P(BackendOps, Conv1dInPiecesEqualsWhole) {
   const int64_t C = 96, K = 4, T = 41;
   HostTensor x = random_tensor({T, C}, rng, -2, 2), w = random_tensor({C, 1, K}, rng, -1, 1, DType::kBF16);
