@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 #include "engine/artifact/checksum.h"
 #include "engine/artifact/format.h"
@@ -97,8 +98,19 @@ void Artifact::make_resident(std::span<const std::string_view> sections, std::sp
 }
 
 bool Artifact::resident(const TensorInfo& t) const {
-  const auto it = by_name_.find(t.name);
-  return it != by_name_.end() && it->second < resident_tensor_.size() && resident_tensor_[it->second];
+  if (resident_bytes_ == 0) return false;
+  // t is nearly always an entry of tensors_ (find, require, tensors()): its index is its place there; a copy is
+  // looked up by name.
+  const std::less<const TensorInfo*> before;
+  size_t i = 0;
+  if (!before(&t, tensors_.data()) && before(&t, tensors_.data() + tensors_.size())) {
+    i = static_cast<size_t>(&t - tensors_.data());
+  } else {
+    const auto it = by_name_.find(t.name);
+    if (it == by_name_.end()) return false;
+    i = it->second;
+  }
+  return i < resident_tensor_.size() && resident_tensor_[i];
 }
 
 void Artifact::parse_header() {

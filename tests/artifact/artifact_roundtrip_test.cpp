@@ -122,6 +122,11 @@ TEST(ArtifactRoundTrip, ResidentSectionsAreCopiedTheOthersStayMapped) {
   EXPECT_TRUE(a.resident(a.require("a.weight")));
   EXPECT_FALSE(a.resident(a.require("b.weight")));
   EXPECT_EQ(a.resident_bytes(), 30u + 160u);  // a.weight and c.weight
+  // A copy of a TensorInfo (not an entry of the artifact's own list) is found by its name.
+  const TensorInfo a_copy = a.require("a.weight"), b_copy = a.require("b.weight");
+  EXPECT_TRUE(a.resident(a_copy));
+  EXPECT_FALSE(a.resident(b_copy));
+  EXPECT_EQ(a.data(a_copy).data(), a.data(a.require("a.weight")).data());
   EXPECT_EQ(a.data(a.require("b.weight")).data(), mapped_b);
   EXPECT_EQ(a.data(a.require("v.weight")).data(), mapped_v);
   const std::byte* c = a.data(a.require("c.weight")).data();
