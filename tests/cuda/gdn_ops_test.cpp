@@ -267,7 +267,7 @@ const char* algo_name(DeltaRuleAlgo a) {
 
 void check_delta_shape(const DeltaShape& s, bool checkpoints, std::mt19937& rng) {
   const int64_t nv = s.nk * s.ratio, slots = 16;
-  Batch batch = make_batch({0, 1, 17, 300}, {9, 2, 14, 5});
+  Batch batch = make_batch({0, 1, 17, 300, 5}, {9, 2, 14, 5, 6});  // 5 rows: kAuto's chunked form, one short chunk
   if (checkpoints) {
     batch.checkpoint_slot.assign(static_cast<size_t>(batch.rows()), -1);
     batch.checkpoint_slot[0] = 0;  // the 1-row sequence
