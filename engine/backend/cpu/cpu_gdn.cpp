@@ -30,45 +30,41 @@ void CpuBackend::conv1d(const Tensor& out, const Tensor& x, const Tensor& w, con
   const int64_t C = x.dim(1);
   const int64_t S = batch.num_seqs();
   const int64_t cblocks = (C + kConvChannelBlock - 1) / kConvChannelBlock;
-  const bool taps_contiguous = w.is_contiguous();  // [C, K] or [C, 1, K] in one run
-  pool_.parallel_for(S * cblocks, [&](int64_t task, int thread) {
-    const int64_t s = task / cblocks, c0 = (task % cblocks) * kConvChannelBlock, c1 = std::min(C, c0 + kConvChannelBlock);
-    const int64_t B = c1 - c0;
-    const int64_t r0 = batch.q_start[static_cast<size_t>(s)], n = batch.q_start[static_cast<size_t>(s + 1)] - r0;
-    if (n == 0) return;
-    // This block's taps as f32, transposed to [K, B] so that the inner loop runs over contiguous channels (a decode
-    // step's conv is a few µs of arithmetic: converting every channel's taps up front, one call each, cost more).
-    float* taps = scratch(thread, static_cast<size_t>(2 * K * B));
-    float* wt = taps + K * B;
-    if (taps_contiguous) k_->to_f32(w.at(c0), w.dtype, taps, K * B);
-    else for (int64_t c = c0; c < c1; ++c) k_->to_f32(w.at(c), w.dtype, taps + (c - c0) * K, K);
-    for (int64_t c = 0; c < B; ++c)
-      for (int64_t j = 0; j < K; ++j) wt[j * B + c] = taps[c * K + j];
-    float* st = static_cast<float*>(state.at(batch.state_slot[static_cast<size_t>(s)]));  // [K-1, C]
-    auto src = [&](int64_t i) -> const float* {  // window row i of concat(state, x); i in [0, K-1+n)
-      return i < K - 1 ? st + i * C : row_f32(x, r0 + i - (K - 1));
-    };
-    for (int64_t t = 0; t < n; ++t) {
-      float* o = row_f32(out, r0 + t);
-      for (int64_t c = c0; c < c1; ++c) o[c] = 0.0f;
-      for (int64_t j = 0; j < K; ++j) {
-        const float* in = src(t + j) + c0;
-        const float* wj = wt + j * B;
-        for (int64_t c = 0; c < B; ++c) o[c0 + c] += wj[c] * in[c];
-      }
-      if (silu_act) k_->silu_mul(o + c0, nullptr, o + c0, c1 - c0);
-      if (const int32_t ck = checkpoint_of(batch, r0 + t); ck >= 0) {  // the state had the sequence ended at row t
-        float* cs = static_cast<float*>(state.at(ck));
-        for (int64_t i = 0; i < K - 1; ++i) {
-          const float* from = src(t + 1 + i);
-          std::copy(from + c0, from + c1, cs + i * C + c0);
+  pool_.parallel_for(cblocks, [&](int64_t task, int thread) {
+    const int64_t c0 = task * kConvChannelBlock, c1 = std::min(C, c0 + kConvChannelBlock), B = c1 - c0;
+    // This block's taps as f32 [K, B], converted once for all sequences, so that the inner loop runs over contiguous
+    // channels (a decode step's conv is a few µs of arithmetic: converting taps one channel at a time cost more).
+    float* wt = scratch(thread, static_cast<size_t>(K * B));
+    k_->transpose_to_f32(w.at(c0), w.dtype, w.stride[0], B, K, wt, B);
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t r0 = batch.q_start[static_cast<size_t>(s)], n = batch.q_start[static_cast<size_t>(s + 1)] - r0;
+      if (n == 0) continue;
+      float* st = static_cast<float*>(state.at(batch.state_slot[static_cast<size_t>(s)]));  // [K-1, C]
+      auto src = [&](int64_t i) -> const float* {  // window row i of concat(state, x); i in [0, K-1+n)
+        return i < K - 1 ? st + i * C : row_f32(x, r0 + i - (K - 1));
+      };
+      for (int64_t t = 0; t < n; ++t) {
+        float* o = row_f32(out, r0 + t);
+        for (int64_t c = c0; c < c1; ++c) o[c] = 0.0f;
+        for (int64_t j = 0; j < K; ++j) {
+          const float* in = src(t + j) + c0;
+          const float* wj = wt + j * B;
+          for (int64_t c = 0; c < B; ++c) o[c0 + c] += wj[c] * in[c];
+        }
+        if (silu_act) k_->silu_mul(o + c0, nullptr, o + c0, B);
+        if (const int32_t ck = checkpoint_of(batch, r0 + t); ck >= 0) {  // the state had the sequence ended at row t
+          float* cs = static_cast<float*>(state.at(ck));
+          for (int64_t i = 0; i < K - 1; ++i) {
+            const float* from = src(t + 1 + i);
+            std::copy(from + c0, from + c1, cs + i * C + c0);
+          }
         }
       }
-    }
-    // new state: the last K-1 rows of the window (ascending copy is safe: the source index is >= the target)
-    for (int64_t i = 0; i < K - 1; ++i) {
-      const float* from = src(i + n);
-      if (from != st + i * C) std::copy(from + c0, from + c1, st + i * C + c0);
+      // new state: the last K-1 rows of the window (ascending copy is safe: the source index is >= the target)
+      for (int64_t i = 0; i < K - 1; ++i) {
+        const float* from = src(i + n);
+        if (from != st + i * C) std::copy(from + c0, from + c1, st + i * C + c0);
+      }
     }
   });
 }
