@@ -25,6 +25,10 @@ lock=()
 cmake --preset fuzz >/dev/null
 "${lock[@]}" cmake --build build-fuzz -j "${NINFER_JOBS:-$(nproc)}" --target fuzz_targets
 
+# The targets that parse from a path write their input to a scratch file in $TMPDIR; keep a killed run's file here.
+mkdir -p build-fuzz/tmp
+export TMPDIR="$PWD/build-fuzz/tmp"
+
 failed=()
 for t in "${targets[@]}"; do
   bin=build-fuzz/tests/fuzz/fuzz_$t

@@ -30,12 +30,20 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
-// Writes the input to one scratch file per process (in $TMPDIR or /tmp) and returns its path.
+// One scratch file per process (in $TMPDIR or /tmp), removed when the process exits normally (a crash or a kill
+// leaves it behind: scripts/fuzz.sh points TMPDIR into build-fuzz/).
+struct ScratchFile {
+  std::string path;
+  ~ScratchFile() { std::remove(path.c_str()); }
+};
+
+// Writes the input to the scratch file and returns its path.
 inline const std::string& write_scratch(const uint8_t* data, size_t size) {
-  static const std::string path = [] {
+  static const ScratchFile file{[] {
     const char* dir = std::getenv("TMPDIR");
     return std::string(dir && *dir ? dir : "/tmp") + "/ninfer-fuzz-" + std::to_string(::getpid()) + ".bin";
-  }();
+  }()};
+  const std::string& path = file.path;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   out.close();
