@@ -20,8 +20,8 @@ namespace ninfer {
 struct Fp8BlockwiseFormat {
   int64_t block_rows = 0;
   int64_t block_cols = 0;
-  std::vector<std::string> modules_to_not_convert;  // as declared; those modules are stored unquantized
-  nlohmann::json description;                       // the quantization_config object as found
+  std::vector<std::string> modules_to_not_convert{};  // as declared; those modules are stored unquantized
+  nlohmann::json description{};                       // the quantization_config object as found
 };
 
 // Reads config.json's quantization_config (or text_config's). nullopt when there is none or its quant_method is

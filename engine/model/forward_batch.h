@@ -29,7 +29,7 @@ struct ForwardBatch {
 // this order: the output of each decoder layer in `layers` (the residual stream x after that layer, [H] each),
 // then, when `final_hidden`, the hidden state after the target's final norm (the row lm_head reads, [H]).
 struct FeatureSpec {
-  std::vector<int64_t> layers;
+  std::vector<int64_t> layers{};
   bool final_hidden = false;
 
   int64_t width(int64_t hidden) const {

@@ -25,11 +25,11 @@ namespace ninfer {
 
 struct TpSetup {
   int tp = 2;                  // ranks in all, rank 0 included
-  BackendSelection backend;    // every follower's backend (CPU: `threads` is already the rank's share)
+  BackendSelection backend{};  // every follower's backend (CPU: `threads` is already the rank's share)
   // CUDA: rank r's device (tp entries; rank 0's is the engine's). Distinct devices: an NCCL group; a device listed
   // more than once: ranks that share it exchange through host memory (InProcessGroup; a one-GPU test setup).
-  std::vector<int> devices;
-  KvCacheConfig kv;            // the same blocks on every rank (block tables are rank 0's, shared by all)
+  std::vector<int> devices{};
+  KvCacheConfig kv{};          // the same blocks on every rank (block tables are rank 0's, shared by all)
   int64_t state_slots = 0;     // LinearStateCache rows, as rank 0's
   int64_t state_checkpoints = 0;
   int64_t state_extra_rows = 0;

@@ -23,7 +23,7 @@ int32_t default_draft_tokens(std::string_view method);
 struct DrafterRecipe {
   std::string method;
   bool lm_head_draft = false;
-  MtpOptions mtp;  // MTP only
+  MtpOptions mtp{};  // MTP only
   bool operator==(const DrafterRecipe& o) const {
     return method == o.method && lm_head_draft == o.lm_head_draft && mtp.hidden == o.mtp.hidden &&
            mtp.recursion == o.mtp.recursion && mtp.kv_block_size == o.mtp.kv_block_size;

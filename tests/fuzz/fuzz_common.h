@@ -18,7 +18,8 @@ namespace ninfer::fuzz {
 
 // A broken invariant: print it and abort (libFuzzer keeps the input as a crash).
 [[noreturn]] inline void fail(const char* what, std::string_view detail = {}) {
-  std::fprintf(stderr, "fuzz invariant broken: %s %.*s\n", what, static_cast<int>(detail.size()), detail.data());
+  std::fprintf(stderr, "fuzz invariant broken: %s %.*s\n", what, static_cast<int>(detail.size()),
+               detail.empty() ? "" : detail.data());
   std::abort();
 }
 #define NINFER_FUZZ_CHECK(cond, ...) \

@@ -23,7 +23,7 @@ const std::string kTiny = std::string(NINFER_SOURCE_ROOT) + "/models/ninfer-tiny
 
 // What varies between the engine runs compared at TP1 and TP N.
 struct Setup {
-  std::string spec;  // "", "mtp" or "dflash2"
+  std::string spec{};  // "", "mtp" or "dflash2"
   DType kv_dtype = DType::kF32;
 };
 

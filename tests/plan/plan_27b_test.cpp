@@ -48,9 +48,6 @@ DevicePlanInput seed_input(PlanSpec spec, int32_t k, DType kv,
 }
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-uint64_t round2m(uint64_t b) {
-  return (b + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
-}
 
 TEST(Plan27b, ConfigFixtureHasTheFactSheetShape) {
   const ModelConfig c =

@@ -65,10 +65,15 @@ TEST(PlanShard, Nvfp4ShardsCarryTheirOwnTrailerAndEmbeddingCanStayOnTheHost) {
   const auto tensors = plan_tensors_from_config(c, PlanQuant::kNvfp4);
   // in_proj_a / in_proj_b stay bf16 (the packer's keep policy); every other projection is nvfp4.
   for (const PlanTensor& t : tensors) {
-    if (t.name.find("in_proj_a") != std::string::npos || t.name.find("in_proj_b") != std::string::npos)
+    if (t.name.find("in_proj_a") != std::string::npos || t.name.find("in_proj_b") != std::string::npos) {
       EXPECT_EQ(t.dtype, DType::kBF16) << t.name;
-    if (t.name == "model.layers.0.mlp.up_proj.weight") EXPECT_EQ(t.dtype, DType::kNVFP4);
-    if (t.name == "lm_head.weight") EXPECT_EQ(t.dtype, DType::kBF16);
+    }
+    if (t.name == "model.layers.0.mlp.up_proj.weight") {
+      EXPECT_EQ(t.dtype, DType::kNVFP4);
+    }
+    if (t.name == "lm_head.weight") {
+      EXPECT_EQ(t.dtype, DType::kBF16);
+    }
   }
   // up_proj [96, 64] at TP2: rows [48, 64] per rank = 48·64/2 codes + 48·64/16 scales + a 16-byte trailer.
   const PlanTensor up{"model.layers.0.mlp.up_proj.weight", "main", DType::kNVFP4, {96, 64}};

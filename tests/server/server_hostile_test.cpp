@@ -25,7 +25,7 @@ struct Hostile {
   std::string bytes;
   int status = 200;
   std::string code;
-  std::string param;        // "" = not checked
+  std::string param{};      // "" = not checked
   bool half_close = false;  // shut the write side after sending (a body that never completes)
 };
 
@@ -498,7 +498,9 @@ TEST_P(HostileTest, ExactAnswerThenStillServing) {
     const nlohmann::json& e = r.json["error"];
     EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r.body.substr(0, 2000);
     EXPECT_TRUE(e["type"].is_string()) << r.body.substr(0, 2000);
-    if (!h.param.empty()) EXPECT_EQ(e["param"], h.param) << r.body.substr(0, 2000);
+    if (!h.param.empty()) {
+      EXPECT_EQ(e["param"], h.param) << r.body.substr(0, 2000);
+    }
     if (http_level(h.code)) {
       EXPECT_EQ(r.header("Connection"), "close") << r.head;
       EXPECT_TRUE(conn.closed_within(std::chrono::seconds(2)));
