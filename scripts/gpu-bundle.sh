@@ -5,8 +5,8 @@
 #
 #   --sm90-build B   the CUDA 13 build (default build-cuda, preset linux-cuda: sm_75..sm_90)
 #   --sm70-build B   the sm_70 build (default build-volta-clang, preset ci-volta-clang)
-#   --with-data      copy what the CUDA tests read into DIR/data for a machine without a checkout: models/ and
-#                    tests/data/{reference,ninfer_tiny,mtp,quant} (~53 MB; NINFER_GPU_DATA_DIRS overrides the list)
+#   --with-data      copy what the CUDA tests read into DIR/data for a machine without a checkout: the files of
+#                    models/ and tests/data/ that `scripts/gpu-travel.sh kept` lists (~50 MB)
 #   --with-all-data  copy all of tests/data and models/ (~60 MB)
 #                    without either, check.sh uses the checkout DIR sits in (or NINFER_GPU_DATA_ROOT)
 #   --no-compress    leave bin/ and lib/ as plain files (default: one payload.tar.xz, unpacked by check.sh)
@@ -157,9 +157,10 @@ if [ "$with_data" != 0 ]; then
   if [ "$with_data" = 2 ]; then
     cp -a tests/data/. "$dir/data/tests/data/"
   else
-    for d in ${NINFER_GPU_DATA_DIRS:-reference ninfer_tiny mtp quant}; do cp -a "tests/data/$d" "$dir/data/tests/data/"; done
+    scripts/gpu-travel.sh kept | while IFS= read -r f; do cp -a --parents "$f" "$dir/data/"; done
   fi
-  cp -a models "$dir/data/"
+  [ "$with_data" = 2 ] && cp -a models "$dir/data/"
+  [ -f "$dir/data/models/ninfer-tiny.ninfer" ] || { echo "gpu-bundle: models/ninfer-tiny.ninfer was not copied" >&2; exit 1; }
 fi
 plain_kib="$(du -sk "$dir/bin" "$dir/lib" | awk '{s+=$1} END {print s}')"
 if [ "$compress" = 1 ]; then
