@@ -86,7 +86,7 @@ void VariantRunner::run(std::span<const int32_t> tokens,
     for (int64_t start = 0; start < n; start += chunk) {
       const int64_t len = std::min(chunk, n - start);
       SequenceStep step;
-      step.id = id, step.state_slot = slot, step.start = start,
+      step.id = id, step.state_row = state_->row(slot), step.start = start,
       step.all_logits = true;
       step.tokens =
           tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(len));

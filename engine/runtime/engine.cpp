@@ -397,12 +397,12 @@ std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std:
   const size_t positions = static_cast<size_t>(spec_->draft_tokens());
   s.spec.record_step(k, accepted, positions);
   spec_totals_.record_step(k, accepted, positions);
-  // Rows [0, rows) are committed: the caches keep exactly them (the state after row rows − 1 is its checkpoint;
-  // when every row is committed the sequence slot already holds it).
+  // Rows [0, rows) are committed: the caches keep exactly them (the state after row rows − 1 is its checkpoint,
+  // which becomes the slot's live row; when every row is committed the live row already holds it).
   s.computed = begin + rows;
   if (!reason) {
     kv_->truncate(static_cast<SeqId>(s.id), s.computed);
-    if (rows < k + 1) state_->copy_slot(s.state_slot, state_->checkpoint_slot(s.state_slot, rows - 1));
+    if (rows < k + 1) state_->adopt_checkpoint(s.state_slot, rows - 1);
   }
   return reason;
 }
@@ -435,7 +435,7 @@ void Engine::step() {
     for (size_t i = 0; i < plan.size(); ++i) {
       auto& c = plan[i];
       if (!c.seq->scheduled_once) c.seq->scheduled_once = true, c.seq->first_scheduled = now;
-      SequenceStep st{static_cast<SeqId>(c.seq->id), c.seq->state_slot, c.begin,
+      SequenceStep st{static_cast<SeqId>(c.seq->id), state_->row(c.seq->state_slot), c.begin,
                       std::span(c.seq->tokens).subspan(static_cast<size_t>(c.begin), static_cast<size_t>(c.end - c.begin)),
                       false};
       if (block_of_[i] >= 0) {  // verification: [pending, d1..dk], every row's logits, a state checkpoint per row
@@ -513,7 +513,7 @@ void Engine::reuse_prefix(Sequence& s) {
   const PrefixMatch m = prefix_->match(std::span(s.tokens).first(static_cast<size_t>(s.prompt_len)), s.prompt_len - 1);
   if (m.tokens > 0) {
     kv_->adopt(static_cast<SeqId>(s.id), m.blocks);
-    if (m.snapshot_row >= 0) state_->copy_slot(s.state_slot, m.snapshot_row);
+    if (m.snapshot_row >= 0) state_->copy_slot(state_->row(s.state_slot), m.snapshot_row);
     s.computed = s.cached_tokens = m.tokens;
   }
   // A hybrid model can only resume where a GDN snapshot was taken. The prefill stops, and the state is kept, where
@@ -538,10 +538,10 @@ void Engine::note_progress(Sequence& s, int64_t begin) {
   }
   if (s.computed % bs != 0 || s.computed == begin) return;  // the state is only kept at block boundaries
   if (std::find(s.split_at.begin(), s.split_at.end(), s.computed) != s.split_at.end()) {
-    prefix_->insert(tokens.first(static_cast<size_t>(s.computed)), kv_->blocks(static_cast<SeqId>(s.id)), s.state_slot,
-                    s.computed == s.branch_at);
+    prefix_->insert(tokens.first(static_cast<size_t>(s.computed)), kv_->blocks(static_cast<SeqId>(s.id)),
+                    state_->row(s.state_slot), s.computed == s.branch_at);
   } else {
-    state_->copy_slot(boundary_row(s), s.state_slot);
+    state_->copy_slot(boundary_row(s), state_->row(s.state_slot));
     s.boundary_at = s.computed;
   }
 }

@@ -1,5 +1,7 @@
 #include "engine/runtime/linear_state.h"
 
+#include <utility>
+
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -32,15 +34,29 @@ LinearStateCache::LinearStateCache(Backend& backend, const ModelConfig& c, int64
     buffers_.push_back(std::move(rb));
   }
   for (int64_t s = max_slots - 1; s >= 0; --s) free_.push_back(static_cast<int32_t>(s));
+  // Slot s starts with row s live and rows max_slots + s·checkpoints + j as its checkpoints.
+  for (int64_t s = 0; s < max_slots; ++s) {
+    rows_.push_back(static_cast<int32_t>(s));
+    for (int64_t j = 0; j < checkpoints_per_slot; ++j)
+      rows_.push_back(static_cast<int32_t>(max_slots + s * checkpoints_per_slot + j));
+  }
 }
 
 int32_t LinearStateCache::acquire() {
   if (free_.empty()) fail(ErrorKind::kOutOfMemory, "all {} linear-attention state slots are in use", max_slots_);
   int32_t s = free_.back();
   free_.pop_back();
-  for (StateMirror* m : mirrors_) m->zero_row(s);
-  zero_row(s);
+  for (StateMirror* m : mirrors_) m->zero_row(row(s));
+  zero_row(row(s));
   return s;
+}
+
+void LinearStateCache::adopt_checkpoint(int32_t slot, int64_t j) {
+  if (slot < 0 || slot >= max_slots_ || j < 0 || j >= checkpoints_)
+    fail(ErrorKind::kInvalidArgument, "linear state: checkpoint {} of slot {} (slots {}, {} checkpoints each)", j, slot,
+         max_slots_, checkpoints_);
+  const size_t base = static_cast<size_t>(slot * (1 + checkpoints_));
+  std::swap(rows_[base], rows_[base + 1 + static_cast<size_t>(j)]);
 }
 
 void LinearStateCache::zero_row(int32_t row) {

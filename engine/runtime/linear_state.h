@@ -27,10 +27,10 @@ class LinearStateCache final : public StateMirror {
   LinearStateCache(Backend& backend, const ModelConfig& config, int64_t max_slots, int64_t checkpoints_per_slot = 0,
                    int64_t extra_rows = 0);
 
-  // A zeroed slot for a new sequence; throws Error(kOutOfMemory) when all are taken.
+  // A sequence slot whose live row is zeroed; throws Error(kOutOfMemory) when all are taken.
   int32_t acquire();
   void release(int32_t slot);
-  // Copies every layer's state of slot `src` into `dst` (speculative checkpoints, prefix-cache snapshots).
+  // Copies every layer's state of row `src` into row `dst` (prefix-cache snapshots).
   void copy_slot(int32_t dst, int32_t src) override;
   // Zeroes every layer's state of row `row` (this cache's own: not the mirrors').
   void zero_row(int32_t row) override;
@@ -45,10 +45,19 @@ class LinearStateCache final : public StateMirror {
 
   const Tensor& conv(int64_t gdn_layer) const { return conv_[static_cast<size_t>(gdn_layer)]; }
   const Tensor& recurrent(int64_t gdn_layer) const { return rec_[static_cast<size_t>(gdn_layer)]; }
+  // A sequence slot owns 1 + checkpoints_per_slot rows: the live row, which holds the sequence's state (what the
+  // forward reads and updates: the rows a ForwardBatch names), and one row per checkpoint. Which row plays which part
+  // changes when a checkpoint is adopted; the slot number itself (the sequence's, and the index of its extra rows)
+  // does not.
+  int32_t row(int32_t slot) const { return rows_[static_cast<size_t>(slot * (1 + checkpoints_))]; }
   // Row of checkpoint j (< checkpoints_per_slot) owned by sequence slot `slot`.
   int32_t checkpoint_slot(int32_t slot, int64_t j) const {
-    return static_cast<int32_t>(max_slots_ + slot * checkpoints_ + j);
+    return rows_[static_cast<size_t>(slot * (1 + checkpoints_) + 1 + j)];
   }
+  // Speculative verification committed the rows up to checkpoint j's: its row becomes the slot's live row and the old
+  // live row a checkpoint row (to be overwritten by the next verification), in place of copying every layer's state.
+  // Only rank 0's bookkeeping changes: every rank reads and writes the rows rank 0 names.
+  void adopt_checkpoint(int32_t slot, int64_t j);
   // Extra row i (< extra_rows).
   int32_t extra_row(int64_t i) const { return static_cast<int32_t>(max_slots_ * (1 + checkpoints_) + i); }
   int64_t extra_rows() const { return extra_; }
@@ -67,6 +76,7 @@ class LinearStateCache final : public StateMirror {
   std::vector<Buffer> buffers_;
   std::vector<Tensor> conv_, rec_;
   std::vector<int32_t> free_;
+  std::vector<int32_t> rows_;  // [max_slots, 1 + checkpoints]: per slot its live row, then checkpoint rows 0, 1, …
   std::vector<StateMirror*> mirrors_;
 };
 

@@ -38,7 +38,7 @@ std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, co
       rows_.push_back(row0 + static_cast<int32_t>(n - 1));
     q_start_.push_back(static_cast<int32_t>(tokens_.size()));
     seq_len_.push_back(static_cast<int32_t>(s.start + n));
-    slots_.push_back(s.state_slot);
+    slots_.push_back(s.state_row);
     const auto& blocks = kv_.blocks(s.id);
     table_.insert(table_.end(), blocks.begin(), blocks.end());
     table_.resize(table_.size() + static_cast<size_t>(max_blocks) - blocks.size(), 0);

@@ -16,11 +16,11 @@ namespace ninfer {
 // tokens it already has in the cache). `all_logits` asks for every new token's logits, else the last one's.
 struct SequenceStep {
   SeqId id = 0;
-  int32_t state_slot = 0;
+  int32_t state_row = 0;  // the sequence's live GDN state row (LinearStateCache::row of its slot)
   int64_t start = 0;
   std::span<const int32_t> tokens;
   bool all_logits = false;
-  // Empty, or one GDN state checkpoint slot per token (−1 = none): speculative verification rows.
+  // Empty, or one GDN state checkpoint row per token (−1 = none): speculative verification rows.
   std::span<const int32_t> checkpoint_slots = {};
 };
 

@@ -38,8 +38,8 @@ class SpecDecoder {
   // block(i) then holds [pending, d1..d_k] of reqs[i]. Drafted ids outside the vocabulary throw Error(kInternal).
   void draft(std::span<const DraftRequest> reqs);
   std::span<const int32_t> block(size_t i) const;
-  // The checkpoint slots of block(i)'s rows for the sequence in `state_slot`: rows 0..k−1 get checkpoints 0..k−1, the
-  // last row none (when every row is committed, the sequence slot itself holds its state).
+  // The checkpoint rows of block(i)'s rows for the sequence in `state_slot`: rows 0..k−1 get checkpoints 0..k−1, the
+  // last row none (when every row is committed, the slot's live row itself holds its state).
   std::span<const int32_t> checkpoints(size_t i, int32_t state_slot);
 
   // Committed rows to hand the drafter; queued during a step, delivered by one observe() in flush(). The spans must

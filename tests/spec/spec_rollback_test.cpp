@@ -2,6 +2,7 @@
 // restore, the next step's logits equal plain decoding's; without the restore they do not (the test can fail).
 #include <gtest/gtest.h>
 
+#include "engine/core/error.h"
 #include "engine/runtime/memory_plan.h"
 #include "tests/spec/spec_test_util.h"
 
@@ -34,30 +35,58 @@ TEST_P(Rollback, NextLogitsEqualPlainDecode) {
 
   // Speculative: prompt, then the block [x1, wrong, wrong, wrong]; only row 0 is committed (x2 replaces the first
   // draft), so KV keeps n + 1 tokens and the GDN state is row 0's checkpoint. Then x2 as a plain step.
-  auto speculate = [&](SeqId id, bool restore) {
+  // restore: 0 none, 1 copy checkpoint 0 into the live row, 2 adopt checkpoint 0 as the live row (what the engine does).
+  auto speculate = [&](SeqId id, int restore) {
     const int32_t slot = state.acquire();
-    SequenceStep p{id, slot, 0, prompt};
+    SequenceStep p{id, state.row(slot), 0, prompt};
     runner.step(std::span(&p, 1));
     const std::vector<int32_t> block{x1, (x2 + 1) % int32_t(V), 7, 11};
     std::vector<int32_t> ck;
     for (int32_t j = 0; j <= kDrafts; ++j) ck.push_back(state.checkpoint_slot(slot, j));
-    SequenceStep v{id, slot, n, block, true, ck};
+    SequenceStep v{id, state.row(slot), n, block, true, ck};
     const auto logits = runner.step(std::span(&v, 1));
     EXPECT_EQ(logits.size(), V * block.size());
     EXPECT_LE(rel_err(std::vector<float>(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(V)), plain_l1), 1e-5);
     m.kv->truncate(id, n + 1);
-    if (restore) state.copy_slot(slot, ck[0]);
-    SequenceStep next{id, slot, n + 1, t2};
-    return last_row(runner.step(std::span(&next, 1)));
+    if (restore == 1) state.copy_slot(state.row(slot), ck[0]);
+    if (restore == 2) state.adopt_checkpoint(slot, 0);
+    SequenceStep next{id, state.row(slot), n + 1, t2};
+    auto out = last_row(runner.step(std::span(&next, 1)));
+    state.release(slot);
+    return out;
   };
-  const std::vector<float> restored = speculate(2, true);
-  EXPECT_LE(rel_err(restored, plain_l2), 1e-5) << GetParam();
-  EXPECT_EQ(ReferenceModel::argmax(restored), ReferenceModel::argmax(plain_l2));
+  for (int restore : {1, 2}) {
+    const std::vector<float> restored = speculate(2 + restore, restore);
+    EXPECT_LE(rel_err(restored, plain_l2), 1e-5) << GetParam() << " restore " << restore;
+    EXPECT_EQ(ReferenceModel::argmax(restored), ReferenceModel::argmax(plain_l2)) << "restore " << restore;
+  }
   if (m.config.num_linear_attention_layers() > 0) {
     // The negative control: the state after the rejected rows is visibly wrong.
-    const std::vector<float> stale = speculate(3, false);
+    const std::vector<float> stale = speculate(5, 0);
     EXPECT_GT(rel_err(stale, plain_l2), 1e-3) << GetParam();
   }
+}
+
+// Adopting a checkpoint swaps the slot's live row with that checkpoint's row and touches no other slot; the rows of
+// a slot stay its own however often it adopts.
+TEST(Rollback, AdoptCheckpointSwapsRowsWithinTheSlot) {
+  ReferenceModel m("qwen35_tied");
+  LinearStateCache state(*m.backend, m.config, 3, 2);
+  auto rows_of = [&](int32_t slot) {
+    std::vector<int32_t> r{state.row(slot)};
+    for (int64_t j = 0; j < 2; ++j) r.push_back(state.checkpoint_slot(slot, j));
+    return r;
+  };
+  EXPECT_EQ(rows_of(1), (std::vector<int32_t>{1, 3 + 2, 3 + 3}));
+  const auto slot0 = rows_of(0), slot2 = rows_of(2);
+  state.adopt_checkpoint(1, 1);
+  EXPECT_EQ(rows_of(1), (std::vector<int32_t>{3 + 3, 3 + 2, 1}));
+  state.adopt_checkpoint(1, 0);
+  EXPECT_EQ(rows_of(1), (std::vector<int32_t>{3 + 2, 3 + 3, 1}));
+  EXPECT_EQ(rows_of(0), slot0);
+  EXPECT_EQ(rows_of(2), slot2);
+  EXPECT_THROW(state.adopt_checkpoint(1, 2), Error);
+  EXPECT_THROW(state.adopt_checkpoint(3, 0), Error);
 }
 
 // The memory plan counts the K checkpoint slots per sequence, and the engine allocates exactly that.
