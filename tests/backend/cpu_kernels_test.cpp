@@ -3,8 +3,11 @@
 // 6-row tile, strided operands, accumulate or overwrite), and nothing written outside the output block. exp_shift
 // (attention's softmax step) against std::exp: values, sum, underflow and NaN. transpose_to_f32 (attention's Kᵀ)
 // exactly, on every K dtype, with edges on both sides of the 8 x 8 tile.
-// delta_step (the recurrent gated delta rule per token) against the textbook order in double.
+// delta_step (the recurrent gated delta rule per token) against the textbook order in double. stream_copy (GDN
+// checkpoints) exactly, at aligned and unaligned destinations, and nothing written past the end.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -178,6 +181,27 @@ TEST(CpuKernels, TransposeToF32IsExactAndStaysInItsBlock) {
               ASSERT_EQ(d[static_cast<size_t>(c * ds + r)], r < rows ? f[static_cast<size_t>(r * ss + c)] : -7.0f)
                   << k->name << " " << dtype_name(dt) << " " << rows << " x " << cols << " (" << r << ", " << c << ")";
         }
+}
+
+TEST(CpuKernels, StreamCopyIsExactAndStaysInItsRange) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  alignas(64) static float dst[4096 + 64];
+  std::vector<float> src(4096 + 64);
+  for (float& x : src) x = u(rng);
+  src[5] = std::numeric_limits<float>::quiet_NaN();
+  for (const Kernels* k : variants())
+    for (int64_t offset : {0, 1, 8})  // 32-byte aligned (streamed), unaligned, aligned again
+      for (int64_t n : {0, 1, 31, 32, 33, 1000, 4096}) {
+        std::fill(std::begin(dst), std::end(dst), -7.0f);
+        k->stream_copy(dst + offset, src.data(), n);
+        for (int64_t i = 0; i < 4096 + 64; ++i) {
+          const bool inside = i >= offset && i < offset + n;
+          const float want = inside ? src[static_cast<size_t>(i - offset)] : -7.0f;
+          ASSERT_EQ(std::memcmp(&dst[i], &want, sizeof(float)), 0)
+              << k->name << " offset " << offset << " n " << n << " at " << i;
+        }
+      }
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ void delta_recurrent(const Kernels& kr, const DeltaArgs& a, int64_t h, int64_t r
     const float b = static_cast<const float*>(a.beta->at(r))[h];
     kr.delta_step(S, dk, dv, kv, qv, vv, decay, b, static_cast<float*>(a.out->at(r, h)), tmp);
     if (const int32_t ck = checkpoint_of(*a.batch, r); ck >= 0)
-      std::copy(S, S + dk * dv, static_cast<float*>(a.state->at(ck, h)));
+      kr.stream_copy(static_cast<float*>(a.state->at(ck, h)), S, dk * dv);
   }
 }
 

@@ -55,6 +55,9 @@ struct Kernels {
   // Algebraically the textbook order (S ← decay·S; u = beta·(v − Sᵀk); S ← S + k·uᵀ; o = Sᵀq). `tmp`: 2·dv floats.
   void (*delta_step)(float* S, int64_t dk, int64_t dv, const float* k, const float* q, const float* v, float decay,
                      float beta, float* o, float* tmp);
+  // dst[i] = src[i] for i < n, a copy nobody reads soon (GDN state checkpoints): the AVX2 variant stores around the
+  // caches (non-temporal stores, no read of the destination's lines first) where dst is 32-byte aligned.
+  void (*stream_copy)(float* dst, const float* src, int64_t n);
 
   GemmFn gemm(DType w) const;  // the variant for a weight dtype; nullptr when unsupported
 };

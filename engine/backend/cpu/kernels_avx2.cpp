@@ -334,6 +334,24 @@ NINFER_AVX2 inline void delta_columns_avx2(const float* S, int64_t dk, int64_t d
   for (int b = 0; b < V; ++b) _mm256_storeu_ps(sk + j0 + 8 * b, ak[b]), _mm256_storeu_ps(sq + j0 + 8 * b, aq[b]);
 }
 
+NINFER_AVX2 void stream_copy_avx2(float* dst, const float* src, int64_t n) {
+  if (reinterpret_cast<uintptr_t>(dst) % 32 != 0) {
+    std::copy(src, src + n, dst);
+    return;
+  }
+  const int64_t n32 = n / 32 * 32;
+  for (int64_t i = 0; i < n32; i += 32) {
+    const __m256 a = _mm256_loadu_ps(src + i), b = _mm256_loadu_ps(src + i + 8);
+    const __m256 c = _mm256_loadu_ps(src + i + 16), d = _mm256_loadu_ps(src + i + 24);
+    _mm256_stream_ps(dst + i, a);
+    _mm256_stream_ps(dst + i + 8, b);
+    _mm256_stream_ps(dst + i + 16, c);
+    _mm256_stream_ps(dst + i + 24, d);
+  }
+  _mm_sfence();  // the streamed lines are ordered before what follows (another thread may read them next step)
+  std::copy(src + n32, src + n, dst + n32);
+}
+
 NINFER_AVX2 void delta_step_avx2(float* S, int64_t dk, int64_t dv, const float* k, const float* q, const float* v,
                                  float decay, float beta, float* o, float* tmp) {
   float *sk = tmp, *sq = tmp + dv;
@@ -447,7 +465,7 @@ const Kernels* avx2_kernels() {
   static const Kernels k{"avx2",   gemm_avx2<WF32>, gemm_avx2<WBf16>, gemm_avx2<WF16>, dot_avx2,
                          axpy_avx2, scale_avx2,     to_f32_avx2,      from_f32_avx2,   gemm_nn_avx2,
                          exp_shift_avx2, gemm_pack_avx2, silu_mul_avx2, transpose_to_f32_avx2,
-                         delta_step_avx2};
+                         delta_step_avx2, stream_copy_avx2};
   return ok ? &k : nullptr;
 }
 

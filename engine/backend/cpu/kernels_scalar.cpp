@@ -47,6 +47,8 @@ void scale_scalar(float a, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= a;
 }
 
+void stream_copy_scalar(float* dst, const float* src, int64_t n) { std::copy(src, src + n, dst); }
+
 void delta_step_scalar(float* S, int64_t dk, int64_t dv, const float* k, const float* q, const float* v, float decay,
                        float beta, float* o, float* tmp) {
   float *sk = tmp, *sq = tmp + dv;
@@ -135,7 +137,7 @@ const Kernels& scalar_kernels() {
   static const Kernels k{"scalar",      gemm_scalar<LoadF32>, gemm_scalar<LoadBf16>, gemm_scalar<LoadF16>, dot_scalar,
                          axpy_scalar,   scale_scalar,         to_f32_scalar,         from_f32_scalar,
                          gemm_nn_scalar, exp_shift_scalar,     nullptr,               silu_mul_scalar,
-                         transpose_to_f32_scalar, delta_step_scalar};
+                         transpose_to_f32_scalar, delta_step_scalar, stream_copy_scalar};
   return k;
 }
 
