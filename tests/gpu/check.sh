@@ -157,6 +157,8 @@ jit_verdict() {
   local msg=""
   if grep -qiE 'no kernel image is available|NoKernelImageForDevice|InvalidPtx|UnsupportedPtxVersion|INVALID_PTX|UNSUPPORTED_PTX|InvalidKernelImage|device kernel image is invalid|JitCompiler' "$results/$log"; then
     msg="PTX JIT of compute_70 REFUSED by the driver (see $log): build the sm_70 branches into the sm_90 binary behind a macro (cuda.md §9.4)"
+  elif [ "$gpu" != 1 ]; then
+    msg="compute_70 PTX: not exercised (no GPU; the tests that passed are the ones that need none)"
   elif [ "$status" = passed ] || grep -qE '^\[       OK \]' "$results/$log"; then
     msg="compute_70 PTX was JIT-compiled by the driver and ran${gpu_line:+ on $gpu_line}"
   fi
