@@ -63,9 +63,9 @@ class TpRanks final : public TpFollowers {
   // read by all) on every follower's own model, KV and state tensors.
   void forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
                const FeatureCapture& capture) override;
-  // Makes every GDN state operation of rank 0's `leader` (zeroing an acquired slot, copy_slot: speculative
-  // checkpoints, prefix-cache snapshots) also apply to every follower's state (LinearStateCache::mirror_to). Call once,
-  // with rank 0's state built with the same rows as TpSetup's.
+  // Makes every GDN state operation of rank 0's `leader` (zeroing an acquired slot, copy_slot: prefix-cache
+  // snapshots) also apply to every follower's state (LinearStateCache::mirror_to; adopting a speculative checkpoint
+  // changes only which rows rank 0 names). Call once, with rank 0's state built with the same rows as TpSetup's.
   void mirror_state(LinearStateCache& leader) override;
   // Every rank's share of the drafter, built on its own thread and backend; a RankDrafters over them.
   std::unique_ptr<Drafter> sharded_drafter(const DrafterFactory& factory, WeightStore& leader_weights,

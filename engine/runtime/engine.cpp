@@ -142,8 +142,8 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
   const bool hybrid = config_.num_linear_attention_layers() > 0;
   state_ = std::make_unique<LinearStateCache>(*backend_, rank_config, options_.max_concurrency, checkpoints,
                                               ninfer::prefix_state_rows(config_, options_));
-  // Under TP every state operation below (zeroing an acquired slot, checkpoint restores, prefix snapshots) is rank 0's
-  // bookkeeping, done on every rank's state.
+  // Under TP every state operation below (zeroing an acquired slot, prefix snapshots) is rank 0's bookkeeping, done on
+  // every rank's state; adopting a speculative checkpoint changes only which rows rank 0's batches name.
   if (tp_) tp_->mirror_state(*state_);
   if (prefix) {
     std::vector<int32_t> rows;

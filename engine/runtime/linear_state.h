@@ -23,7 +23,8 @@ class LinearStateCache final : public StateMirror {
   // Allocates `max_slots` sequence slots plus `checkpoints_per_slot` checkpoint slots per sequence slot (speculative
   // verification rows, docs/speculative.md) plus `extra_rows` rows for other holders (prefix-cache snapshots,
   // docs/prefix-cache.md) for every linear-attention layer: conv [rows, K−1, C] and recurrent [rows, nv, dk, dv],
-  // both f32. Sequence slots are rows [0, max_slots), checkpoints follow, then the extra rows.
+  // both f32. At first slot s lives in row s and its checkpoints follow rows [0, max_slots), then the extra rows;
+  // adopt_checkpoint permutes a slot's own rows (row(), checkpoint_slot()).
   LinearStateCache(Backend& backend, const ModelConfig& config, int64_t max_slots, int64_t checkpoints_per_slot = 0,
                    int64_t extra_rows = 0);
 
