@@ -56,7 +56,8 @@ NINFER_FUZZ_TARGET {
     ordered_json messages = ordered_json::array();
     for (const auto& m : in) {
       if (!m.is_object()) continue;
-      ordered_json j = {{"role", m.value("role", "user")}, {"content", ""}};
+      // (m.value("role", "user") would throw on a role that is not a string: the harness must not.)
+      ordered_json j = {{"role", m.contains("role") ? m["role"] : ordered_json("user")}, {"content", ""}};
       if (!j["role"].is_string()) j["role"] = "user";
       for (const char* key : {"content", "reasoning_content", "name", "tool_call_id"})
         if (m.contains(key) && m[key].is_string()) j[key] = m[key];
