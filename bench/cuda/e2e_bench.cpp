@@ -161,12 +161,13 @@ int run_e2e_bench(const E2eOptions& o, Backend& be, double bw) {
       for (int64_t context : o.contexts) {
         ++id;
         const int32_t slot = state.acquire();
+        const int32_t row = state.row(slot);  // the slot's live GDN state row (SequenceStep::state_row)
         std::vector<int32_t> prompt(static_cast<size_t>(context));
         for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % kTokenRows);
         const auto t0 = Clock::now();
         for (int64_t at = 0; at < context; at += o.prefill_chunk) {
           const int64_t n = std::min(o.prefill_chunk, context - at);
-          const SequenceStep s{id, slot, at, std::span(prompt).subspan(static_cast<size_t>(at), static_cast<size_t>(n))};
+          const SequenceStep s{id, row, at, std::span(prompt).subspan(static_cast<size_t>(at), static_cast<size_t>(n))};
           runner.step(std::span(&s, 1));
         }
         Row r{context, gemv, graphs};
@@ -174,7 +175,7 @@ int run_e2e_bench(const E2eOptions& o, Backend& be, double bw) {
         int64_t pos = context;
         int32_t token = 1;
         auto decode = [&] {
-          const SequenceStep s{id, slot, pos++, std::span(&token, 1)};
+          const SequenceStep s{id, row, pos++, std::span(&token, 1)};
           runner.step(std::span(&s, 1));
         };
         decode(), decode();  // a shape's first step runs eagerly, the second records its graph

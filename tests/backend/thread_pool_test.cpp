@@ -30,6 +30,26 @@ TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
   }
 }
 
+// run(n, fn, false) keeps every task on the caller, in order; run(n, fn, true) is parallel_for.
+TEST(ThreadPool, RunUnthreadedKeepsTasksOnTheCallerInOrder) {
+  ThreadPool pool(3);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<int64_t> order;
+  bool elsewhere = false, nonzero_index = false;
+  pool.run(50, [&](int64_t t, int th) {
+    order.push_back(t);
+    elsewhere |= std::this_thread::get_id() != caller;
+    nonzero_index |= th != 0;
+  }, false);
+  ASSERT_EQ(order.size(), 50u);
+  for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+  EXPECT_FALSE(elsewhere);
+  EXPECT_FALSE(nonzero_index);
+  std::vector<std::atomic<int>> hits(1000);
+  pool.run(1000, [&](int64_t t, int) { hits[static_cast<size_t>(t)].fetch_add(1); }, true);
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
 TEST(ThreadPool, ManyBackToBackJobs) {
   ThreadPool pool(3);
   std::atomic<int64_t> sum{0};

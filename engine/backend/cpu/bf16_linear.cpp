@@ -34,8 +34,7 @@ void CpuBackend::linear_bf16_activations(const Tensor& y, const Tensor& x, const
     for (int64_t r = t * rows_per_task; r < std::min(M, (t + 1) * rows_per_task); ++r)
       k_->from_f32(xp + r * xs, DType::kBF16, bf16_rows_.storage.data() + r * bf16_rows_.stride, K);
   };
-  if (row_tasks > 1) pool_.parallel_for(row_tasks, round_rows);
-  else round_rows(0, 0);
+  pool_.run(row_tasks, round_rows, row_tasks > 1);
 
   if (!bf16_dot_) {  // widened back (exactly) for the f32-activation GEMM
     resize_exact(bf16_widened_, static_cast<size_t>(M * K));
@@ -56,8 +55,7 @@ void CpuBackend::linear_bf16_activations(const Tensor& y, const Tensor& x, const
       bf16_dot_(bf16_rows_, m0, rows, wp, ws, r.n0, r.n1, yp + m0 * ys, ys, accumulate);
     }
   };
-  if (parallel) pool_.parallel_for(g.count(), run);
-  else for (int64_t t = 0; t < g.count(); ++t) run(t, 0);
+  pool_.run(g.count(), run, parallel);
 }
 
 }  // namespace ninfer::cpu

@@ -224,11 +224,7 @@ void CpuBackend::linear_dense(const Tensor &y, const Tensor &x,
       k_->gemm_pack(xp + r.m0 * xs, xs, r.m1 - r.m0, K,
                     out + r.m0 / kGemmMaxRows * gemm_pack_block(K));
     };
-    if (threaded && g.m_tasks > 1)
-      pool_.parallel_for(g.m_tasks, pack);
-    else
-      for (int64_t t = 0; t < g.m_tasks; ++t)
-        pack(t, 0);
+    pool_.run(g.m_tasks, pack, threaded && g.m_tasks > 1);
     packed = out;
   }
   auto run = [&](int64_t t, int) {
@@ -242,11 +238,7 @@ void CpuBackend::linear_dense(const Tensor &y, const Tensor &x,
          ys, accumulate);
     }
   };
-  if (threaded)
-    pool_.parallel_for(g.count(), run);
-  else
-    for (int64_t t = 0; t < g.count(); ++t)
-      run(t, 0);
+  pool_.run(g.count(), run, threaded);
 }
 
 void CpuBackend::embedding(const Tensor &y, const Tensor &table,

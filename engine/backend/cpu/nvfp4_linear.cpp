@@ -33,8 +33,7 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
     if (a4) (nvfp4_k_ ? nvfp4_k_->prepare_a4 : nvfp4_prepare_a4)(xp, xs, r0, r1, wv.input_scale, nvfp4_a4_);
     else if (nvfp4_k_) nvfp4_prepare_a16(xp, xs, r0, r1, K, nvfp4_a16_.data());
   };
-  if (row_tasks > 1) pool_.parallel_for(row_tasks, prepare);
-  else prepare(0, 0);
+  pool_.run(row_tasks, prepare, row_tasks > 1);
 
   // 2. Weight rows per task: at least 4 tasks per thread, and at most ~128 KiB of packed weights per task (~10 us
   // of streaming) so that a thread that starts late or is preempted holds back one small piece, not an eighth of
@@ -76,8 +75,7 @@ void CpuBackend::linear_nvfp4(const Tensor& y, const Tensor& x, const Tensor& w,
       }
     }
   };
-  if (parallel) pool_.parallel_for(tasks, run);
-  else for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+  pool_.run(tasks, run, parallel);
 }
 
 }  // namespace ninfer::cpu

@@ -80,6 +80,14 @@ void ThreadPool::worker(int index) {
   }
 }
 
+void ThreadPool::run(int64_t n, const std::function<void(int64_t, int)>& fn, bool threaded) {
+  if (threaded) {
+    parallel_for(n, fn);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) fn(i, 0);
+}
+
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int)>& fn) {
   if (n <= 0) return;
   if (threads_ == 1 || n == 1) {

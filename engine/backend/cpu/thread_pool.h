@@ -30,6 +30,10 @@ class ThreadPool {
   // caller at a time. The first exception thrown by a task is rethrown here after all workers stopped.
   void parallel_for(int64_t n, const std::function<void(int64_t task, int thread)>& fn);
 
+  // parallel_for when `threaded`, else every task in order on the calling thread (thread index 0): the ops decide
+  // by their size whether waking the workers pays.
+  void run(int64_t n, const std::function<void(int64_t task, int thread)>& fn, bool threaded);
+
   static constexpr int kSpinMicros = 50;
 
  private:
