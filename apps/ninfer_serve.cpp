@@ -76,33 +76,9 @@ int main(int argc, char** argv) {
     };
     ninfer::ModelConfig config = ninfer::load_model_config(artifact);
     for (int r = 0; r < opt.tp; ++r) ninfer::tp_layout(config, r, opt.tp);  // heads that cannot be cut: refused now
-    // --nnodes: a follower process joins the group and follows rank 0; it serves no HTTP.
-    if (opt.nnodes > 1 && opt.node_rank > 0) {
-      load_weights(true, ninfer::server::plan_model_from_artifact(artifact, opt));
-      return ninfer::server::run_follower(opt, artifact, config);
-    }
-    const std::string spec_method(ninfer::server::spec_method_name(opt.spec));
-    // Speculative decoding: the drafter is checked against the artifact first (a missing section stops the start);
-    // it binds its weights once they are where they will stay (load_weights).
-    std::string drafter_line;
-    if (opt.spec != ninfer::server::SpecMethod::kNone)
-      drafter_line = ninfer::describe_drafter(spec_method, artifact, config, opt.lm_head_draft);
-    // Without tokenizer.json (ninfer-pack warns about it) the model is served for token ids only (docs/api.md).
-    std::optional<ninfer::Tokenizer> tokenizer;
-    if (auto tokenizer_json = artifact.blob("tokenizer.json")) tokenizer = ninfer::Tokenizer::from_json(*tokenizer_json);
-    else
-      spdlog::warn("{}: the artifact has no tokenizer.json: serving token ids only (/v1/completions with 'prompt' as "
-                   "an array of token ids, the output as token_ids); chat, text prompts, stop strings, logprobs, "
-                   "/tokenize and /detokenize answer 400", artifact.path());
-    const auto& meta = artifact.metadata();
-    ninfer::ChatTemplate chat = meta.contains("chat_template") && meta["chat_template"].is_string()
-                                    ? ninfer::ChatTemplate::from_template_text(meta["chat_template"].get<std::string>())
-                                    : ninfer::ChatTemplate();
-
     // Where the model runs, decided before anything is loaded: the plan counts that device's free memory.
-    // --nnodes runs CPU ranks (--backend cuda with it is refused at parse): auto means the CPU there.
-    ninfer::BackendSelection backend_sel{.kind = opt.nnodes > 1 ? ninfer::BackendKind::kCpu
-                                                                : *ninfer::backend_kind_from_name(opt.backend),
+    // With --nnodes every process decides for itself (a follower refuses a rank 0 on another backend).
+    ninfer::BackendSelection backend_sel{.kind = *ninfer::backend_kind_from_name(opt.backend),
                                          .device = opt.devices.empty() ? 0 : opt.devices.front(),
                                          .threads = opt.threads};
     std::string backend_why;
@@ -126,6 +102,47 @@ int main(int argc, char** argv) {
     }
     spdlog::info("backend: {} ({})", ninfer::backend_kind_name(backend_kind), backend_why);
 
+    // On a GPU the per-device plan (docs/memory-plan.md) counts weights, KV, state, activations, op workspaces, the
+    // fixed allowance and the safety margin, and refuses a plan that does not fit each device (with --nnodes, every
+    // node plans with its own device's free memory).
+    auto plan_devices = [&](const ninfer::server::PlanModel& plan_model) {
+      ninfer::DevicePlan p = ninfer::plan_devices_or_fail(
+          ninfer::server::device_plan_input(opt, plan_model, ninfer::server::device_free_memory(opt)));
+      const std::string table = p.table();
+      for (size_t at = 0, end; at < table.size(); at = end + 1) {
+        end = table.find('\n', at);
+        if (end == std::string::npos) end = table.size();
+        spdlog::info("{}", table.substr(at, end - at));
+      }
+      return p;
+    };
+
+    // --nnodes: a follower process joins the group and follows rank 0; it serves no HTTP.
+    if (opt.nnodes > 1 && opt.node_rank > 0) {
+      const ninfer::server::PlanModel plan_model = ninfer::server::plan_model_from_artifact(artifact, opt);
+      if (on_gpu) plan_devices(plan_model);
+      load_weights(!on_gpu, plan_model);
+      return ninfer::server::run_follower(opt, artifact, config, backend_sel.device, backend_kind);
+    }
+
+    const std::string spec_method(ninfer::server::spec_method_name(opt.spec));
+    // Speculative decoding: the drafter is checked against the artifact first (a missing section stops the start);
+    // it binds its weights once they are where they will stay (load_weights).
+    std::string drafter_line;
+    if (opt.spec != ninfer::server::SpecMethod::kNone)
+      drafter_line = ninfer::describe_drafter(spec_method, artifact, config, opt.lm_head_draft);
+    // Without tokenizer.json (ninfer-pack warns about it) the model is served for token ids only (docs/api.md).
+    std::optional<ninfer::Tokenizer> tokenizer;
+    if (auto tokenizer_json = artifact.blob("tokenizer.json")) tokenizer = ninfer::Tokenizer::from_json(*tokenizer_json);
+    else
+      spdlog::warn("{}: the artifact has no tokenizer.json: serving token ids only (/v1/completions with 'prompt' as "
+                   "an array of token ids, the output as token_ids); chat, text prompts, stop strings, logprobs, "
+                   "/tokenize and /detokenize answer 400", artifact.path());
+    const auto& meta = artifact.metadata();
+    ninfer::ChatTemplate chat = meta.contains("chat_template") && meta["chat_template"].is_string()
+                                    ? ninfer::ChatTemplate::from_template_text(meta["chat_template"].get<std::string>())
+                                    : ninfer::ChatTemplate();
+
     ninfer::EngineOptions eo = ninfer::server::engine_options_from(opt, config);
     eo.backend = backend_kind;
     eo.device = backend_sel.device;
@@ -143,19 +160,8 @@ int main(int argc, char** argv) {
     const ninfer::MemoryPlanInput plan_in =
         ninfer::server::host_plan_input(opt, plan_model, device_free_bytes(), !on_gpu);
     ninfer::MemoryPlan plan = ninfer::plan_memory(config, plan_in);
-    // On a GPU the per-device plan (docs/memory-plan.md) also counts activations, op workspaces, the fixed allowance
-    // and the safety margin, and refuses a plan that does not fit each device.
     std::optional<ninfer::DevicePlan> device_plan;
-    if (on_gpu) {
-      device_plan = ninfer::plan_devices_or_fail(ninfer::server::device_plan_input(
-          opt, plan_model, ninfer::server::device_free_memory(opt)));
-      const std::string table = device_plan->table();
-      for (size_t at = 0, end; at < table.size(); at = end + 1) {
-        end = table.find('\n', at);
-        if (end == std::string::npos) end = table.size();
-        spdlog::info("{}", table.substr(at, end - at));
-      }
-    }
+    if (on_gpu) device_plan = plan_devices(plan_model);
     // The server listens (GET /health: 503) while the weights are read into memory (or paged in) and the engine is
     // built; from here on only the loader thread touches the artifact and the engine options.
     ninfer::server::DeferredEngine port;
@@ -206,8 +212,9 @@ int main(int argc, char** argv) {
                      device_free_bytes() / (1024.0 * 1024.0));
         if (device_plan)
           for (const ninfer::RankPlan& r : device_plan->ranks)
-            spdlog::info("device {}: free after load {:.1f} MiB, planned slack {:.1f} MiB", r.device,
-                         device_free_bytes() / (1024.0 * 1024.0), r.slack() / (1024.0 * 1024.0));
+            if (opt.nnodes == 1 || r.rank == 0)  // with --nnodes the other ranks are other nodes' GPUs
+              spdlog::info("device {}: free after load {:.1f} MiB, planned slack {:.1f} MiB", r.device,
+                           device_free_bytes() / (1024.0 * 1024.0), r.slack() / (1024.0 * 1024.0));
         ninfer::server::EngineServiceConfig sc;
         sc.info.name = opt.served_model_name.empty() ? model_name_of(opt.model) : opt.served_model_name;
         sc.info.max_context = eo.max_context;

@@ -15,11 +15,11 @@ GlooGroupOptions gloo_group_options(const ServeOptions& o) {
                           .join_timeout = std::chrono::seconds(o.join_timeout_s)};
 }
 
-int run_follower(const ServeOptions& options, const Artifact& artifact, const ModelConfig& config) {
+int run_follower(const ServeOptions& options, const Artifact& artifact, const ModelConfig& config, int device,
+                 BackendKind backend_kind) {
   try {
     GlooGroup group(gloo_group_options(options));
-    // --backend cuda with --nnodes is refused at parse; auto runs CPU ranks, as --tp does without NCCL.
-    const BackendSelection backend{.kind = BackendKind::kCpu, .threads = options.threads};
+    const BackendSelection backend{.kind = backend_kind, .device = device, .threads = options.threads};
     run_tp_follower(artifact, config, group, backend, std::chrono::seconds(options.join_timeout_s));
     return 0;
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/artifact/artifact.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/model/model_config.h"
 #include "engine/parallel/gloo_group.h"
 #include "server/serve_options.h"
@@ -13,7 +14,9 @@ namespace ninfer::server {
 GlooGroupOptions gloo_group_options(const ServeOptions& options);
 
 // Joins the group as rank --node-rank and follows rank 0. Returns the process exit code: 0 when rank 0 stopped the
-// group, 1 on an error (logged: a peer lost, another model on rank 0, a join that timed out).
-int run_follower(const ServeOptions& options, const Artifact& artifact, const ModelConfig& config);
+// group, 1 on an error (logged: a peer lost, another model or backend on rank 0, a join that timed out). `backend` is
+// this process's resolved --backend (kCpu or kCuda), `device` its GPU.
+int run_follower(const ServeOptions& options, const Artifact& artifact, const ModelConfig& config, int device,
+                 BackendKind backend);
 
 }  // namespace ninfer::server

@@ -113,13 +113,22 @@ PlanModel plan_model_from_config(const ServeOptions &o) {
   return m;
 }
 
+std::vector<int> rank_devices(const ServeOptions &o) {
+  std::vector<int> out;
+  for (int r = 0; r < o.tp; ++r) {
+    if (o.nnodes > 1) // every node plans its ranks as if on its own GPU
+      out.push_back(o.devices.empty() ? 0 : o.devices.front());
+    else
+      out.push_back(o.devices.empty() ? r : o.devices[static_cast<size_t>(r)]);
+  }
+  return out;
+}
+
 std::vector<uint64_t> device_free_memory(const ServeOptions &o) {
   std::vector<uint64_t> out;
   DeviceProbe probe;
   bool probed = false;
-  for (int r = 0; r < o.tp; ++r) {
-    const int device =
-        o.devices.empty() ? r : o.devices[static_cast<size_t>(r)];
+  for (const int device : rank_devices(o)) {
     if (!probed)
       probe = probe_devices(), probed = true;
     const DeviceInfo *info = nullptr;
@@ -149,7 +158,7 @@ DevicePlanInput device_plan_input(const ServeOptions &o, const PlanModel &m,
   in.tensors = m.tensors;
   in.dflash2 = m.dflash2;
   in.tp = o.tp;
-  in.devices = o.devices;
+  in.devices = rank_devices(o);
   in.available_bytes = std::move(available);
   in.max_context = eo.max_context;
   in.max_concurrency = eo.max_concurrency;
@@ -269,8 +278,14 @@ int run_plan_only(const ServeOptions &o) {
         plan_devices_or_fail(device_plan_input(o, m, device_free_memory(o)));
     std::fputs(plan.table().c_str(), stdout);
     for (const RankPlan &r : plan.ranks)
-      std::printf("device %d: planned slack %.1f MiB of %.1f MiB free\n",
-                  r.device, r.slack() / kMiB, r.available / kMiB);
+      std::printf("%s %d: planned slack %.1f MiB of %.1f MiB free\n",
+                  o.nnodes > 1 ? "rank" : "device",
+                  o.nnodes > 1 ? r.rank : r.device, r.slack() / kMiB,
+                  r.available / kMiB);
+    if (o.nnodes > 1)
+      std::printf("(--nnodes %d: one rank per process, each counted on this "
+                  "process's GPU %d; every node plans its own at start)\n",
+                  o.nnodes, plan.ranks.front().device);
     return 0;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -24,6 +24,10 @@ struct PlanModel {
 PlanModel plan_model_from_artifact(const Artifact& artifact, const ServeOptions& options);
 PlanModel plan_model_from_config(const ServeOptions& options);
 
+// Each rank's GPU: --devices, 0..tp-1 without it; with --nnodes this process's GPU (--devices' one entry, or 0) for
+// every rank, each node planning as if the others were like it.
+std::vector<int> rank_devices(const ServeOptions& options);
+
 // Each rank's device free memory for the CUDA plan: --device-memory, the probe's reading of each --devices ordinal,
 // or the smaller of both. Error(kNotFound) when neither says (no such GPU and no --device-memory).
 std::vector<uint64_t> device_free_memory(const ServeOptions& options);

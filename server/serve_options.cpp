@@ -49,15 +49,10 @@ constexpr FeatureGate kGates[] = {
      true},
     {"--lm-head-draft", "the reduced-vocabulary draft lm_head",
      [](const ServeOptions &o) { return o.lm_head_draft; }, true},
-    // --nnodes runs CPU ranks, one per process (docs/parallel.md); CUDA TP runs
-    // in one process (--tp --devices).
     {"--nnodes with --backend cuda",
-     "multi-process tensor parallelism on the CUDA backend (--nnodes runs CPU "
-     "ranks)",
-     [](const ServeOptions &o) {
-       return o.nnodes > 1 && o.backend == "cuda" && !o.plan_only;
-     },
-     false},
+     "multi-process tensor parallelism on the CUDA backend",
+     [](const ServeOptions &o) { return o.nnodes > 1 && o.backend == "cuda"; },
+     true},
     {"--kv-dtype int8", "the int8 KV cache",
      [](const ServeOptions &o) { return o.kv_dtype == KvDtype::kInt8; }, true},
     {"--reasoning-budget", "the reasoning budget",
@@ -221,10 +216,12 @@ ParsedServeOptions parse_serve_options(int argc, const char *const *argv,
                      ->check(CLI::Range(1, 64));
   auto *devices_opt = app.add_option(
       "--devices", devices,
-      "Comma-separated device ordinals, one per --tp rank [default: 0..tp-1]");
+      "Comma-separated device ordinals, one per --tp rank [default: 0..tp-1]; "
+      "with --nnodes, this process's GPU [default: 0]");
   app.add_option("--nnodes", o.nnodes,
                  "Processes (nodes) of a multi-process tensor-parallel group, "
-                 "one rank each")
+                 "one rank each (a CPU rank, or with --backend cuda the GPU "
+                 "of --devices)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   auto *node_rank_opt =
@@ -438,10 +435,18 @@ ParsedServeOptions parse_serve_options(int argc, const char *const *argv,
               fmt::format("--devices: device {} is listed twice", n));
       o.devices.push_back(static_cast<int>(n));
     }
-    if (static_cast<int>(o.devices.size()) != o.tp)
-      return usage_error(fmt::format(
-          "--devices: lists {} device(s) but --tp is {}; give one per rank",
-          o.devices.size(), o.tp));
+    // With --nnodes each process is one rank: --devices names its own GPU.
+    const int local_ranks = o.nnodes > 1 ? 1 : o.tp;
+    if (static_cast<int>(o.devices.size()) != local_ranks)
+      return usage_error(
+          o.nnodes > 1
+              ? fmt::format("--devices: lists {} device(s) but with --nnodes "
+                            "each process runs one rank: give this "
+                            "process's GPU",
+                            o.devices.size())
+              : fmt::format("--devices: lists {} device(s) but --tp is {}; "
+                            "give one per rank",
+                            o.devices.size(), o.tp));
   }
   o.prefix_reuse = !no_prefix_reuse;
   if (*snapshots_opt) {

@@ -27,6 +27,13 @@ void run_tp_follower(const Artifact& artifact, const ModelConfig& config, GlooGr
          "this node's '{}' ({} bytes, hidden {}, {} layers, vocab {}, {} ranks); give every node the same artifact",
          rank, setup.artifact_bytes, setup.hidden_size, setup.num_layers, setup.vocab_size, setup.tp, artifact.path(),
          mine.artifact_bytes, mine.hidden_size, mine.num_layers, mine.vocab_size, group.size());
+  // One backend for the group: the ranks' ops would otherwise differ within each backend's tolerance, and a rank on
+  // the CPU would hold a GPU rank back. `backend` is this process's resolved choice (--backend, auto resolved here).
+  if (setup.backend != static_cast<uint8_t>(backend.kind))
+    fail(ErrorKind::kInvalidArgument,
+         "tensor parallel rank {}: rank 0 runs the {} backend but this process the {} backend; every rank of a group "
+         "runs the same one (give each node the same --backend, with a GPU on each node for cuda)",
+         rank, backend_kind_name(static_cast<BackendKind>(setup.backend)), backend_kind_name(backend.kind));
   backend.nvfp4_activations = static_cast<Nvfp4Activations>(setup.nvfp4_activations);
   backend.bf16_activations = setup.bf16_activations != 0;
   const TpSetup tp{.tp = setup.tp,

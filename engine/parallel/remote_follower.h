@@ -13,8 +13,8 @@
 namespace ninfer {
 
 // Returns when rank 0 says stop. Throws Error(kIo) when rank 0 (or another rank) is lost, Error(kInvalidArgument)
-// when rank 0 serves another model than `artifact` (both named). `backend` is this rank's own (its threads, its
-// device); the rows and KV blocks come from rank 0. `ready_timeout` bounds the wait for the setup.
+// when rank 0 serves another model than `artifact` (both named) or runs another backend. `backend` is this rank's own
+// (its kind resolved, kCpu or kCuda; its threads, its device); the rows and KV blocks come from rank 0. `ready_timeout` bounds the wait for the setup.
 void run_tp_follower(const Artifact& artifact, const ModelConfig& config, GlooGroup& group, BackendSelection backend,
                      std::chrono::milliseconds ready_timeout);
 

@@ -18,6 +18,7 @@ GroupSetup group_setup(const TpSetup& setup, const Artifact& artifact, const Mod
                     .state_extra_rows = setup.state_extra_rows,
                     .nvfp4_activations = static_cast<uint8_t>(setup.backend.nvfp4_activations),
                     .bf16_activations = static_cast<uint8_t>(setup.backend.bf16_activations),
+                    .backend = static_cast<uint8_t>(setup.backend.kind),
                     .artifact_bytes = artifact.file_bytes(),
                     .hidden_size = config.hidden_size,
                     .num_layers = config.num_layers,

@@ -12,7 +12,7 @@ namespace {
 
 constexpr char kMagic[4] = {'N', 'T', 'P', 'S'};
 constexpr char kSetupMagic[4] = {'N', 'T', 'P', 'G'};
-constexpr uint16_t kVersion = 3;  // 2: drafter calls; 3: bf16_activations
+constexpr uint16_t kVersion = 4;  // 2: drafter calls; 3: bf16_activations; 4: the setup's backend
 
 class Writer {
  public:
@@ -195,6 +195,7 @@ std::vector<char> encode_setup(const GroupSetup& g) {
   w.put(g.state_extra_rows);
   w.put(g.nvfp4_activations);
   w.put(g.bf16_activations);
+  w.put(g.backend);
   w.put(g.artifact_bytes);
   w.put(g.hidden_size);
   w.put(g.num_layers);
@@ -221,6 +222,7 @@ GroupSetup decode_setup(std::span<const char> bytes) {
   g.state_extra_rows = r.get<int64_t>("state_extra_rows");
   g.nvfp4_activations = r.get<uint8_t>("nvfp4_activations");
   g.bf16_activations = r.get<uint8_t>("bf16_activations");
+  g.backend = r.get<uint8_t>("backend");
   g.artifact_bytes = r.get<uint64_t>("artifact_bytes");
   g.hidden_size = r.get<int64_t>("hidden_size");
   g.num_layers = r.get<int64_t>("num_layers");

@@ -75,6 +75,7 @@ struct GroupSetup {
   int64_t state_slots = 0, state_checkpoints = 0, state_extra_rows = 0;
   uint8_t nvfp4_activations = 0;  // Nvfp4Activations
   uint8_t bf16_activations = 0;   // BackendSelection::bf16_activations
+  uint8_t backend = 0;            // BackendKind rank 0 runs (resolved: kCpu or kCuda); every rank runs the same
   // The model rank 0 loaded: its artifact's size in bytes and shape, compared with the follower's own.
   uint64_t artifact_bytes = 0;
   int64_t hidden_size = 0, num_layers = 0, vocab_size = 0;

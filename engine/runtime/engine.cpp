@@ -74,10 +74,14 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
     options_.backend = resolve_backend(probe, &why);
     spdlog::info("tensor parallelism (tp {}) on the {} backend ({})", tp, backend_kind_name(options_.backend), why);
   }
-  if (tp > 1 && options_.backend == BackendKind::kCuda) {
-    if (options_.process_group)
-      fail(ErrorKind::kUnsupported, "multi-process tensor parallelism runs CPU ranks; on CUDA use one process (--tp "
-           "with --devices)");
+  if (tp > 1 && options_.backend == BackendKind::kCuda && options_.process_group) {
+    // One rank per process: this one runs on its own GPU (`device`), the others on theirs.
+    if (options_.devices.size() > 1)
+      fail(ErrorKind::kInvalidArgument, "engine options: {} devices for one rank of a process group",
+           options_.devices.size());
+    if (!options_.devices.empty()) options_.device = options_.devices.front();
+    options_.devices.clear();
+  } else if (tp > 1 && options_.backend == BackendKind::kCuda) {
     if (options_.devices.empty())
       for (int r = 0; r < tp; ++r) options_.devices.push_back(options_.device + r);
     if (static_cast<int>(options_.devices.size()) != tp)
@@ -111,7 +115,11 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
       log_tp_layouts(config_, tp);
       tp_ = std::make_unique<RemoteRanks>(*group, group_setup(setup, artifact, config_), options_.join_timeout,
                                           options_.on_group_lost);
-      spdlog::info("tensor parallelism: {} CPU ranks, one per process; this one of {} threads", tp, selection.threads);
+      if (selection.kind == BackendKind::kCuda)
+        spdlog::info("tensor parallelism: {} CUDA ranks, one per process; this one on device {}; collectives through "
+                     "host memory over Gloo (docs/parallel.md)", tp, selection.device);
+      else
+        spdlog::info("tensor parallelism: {} CPU ranks, one per process; this one of {} threads", tp, selection.threads);
     } else {
       tp_ = std::make_unique<TpRanks>(full, config_, setup);
       if (selection.kind == BackendKind::kCuda)

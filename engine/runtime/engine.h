@@ -48,7 +48,8 @@ struct EngineOptions {
   int tp = 1;
   // Multi-process TP (ninfer-serve --nnodes): the group this process is rank 0 of (one rank per process, its size is
   // `tp`); the other ranks are follower processes (run_tp_follower) that this engine drives step by step. nullptr =
-  // the other ranks are threads of this process. Must outlive the engine.
+  // the other ranks are threads of this process. On CUDA this process's rank runs on `device` (or the one entry of
+  // `devices`); the collectives go through host memory over Gloo. Must outlive the engine.
   GlooGroup* process_group = nullptr;
   std::chrono::milliseconds join_timeout{std::chrono::minutes(5)};  // waiting for the follower processes to load
   // Called once, from the step that found it, when a follower process is lost (the group cannot step any more; every

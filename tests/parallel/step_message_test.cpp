@@ -133,7 +133,7 @@ TEST(StepMessage, DrafterCallsSurviveTheirBytes) {
 
 TEST(GroupSetup, SurvivesItsBytes) {
   const GroupSetup g{.tp = 2, .kv_block_size = 16, .kv_blocks = 4096, .kv_dtype = 3, .state_slots = 4,
-                     .state_checkpoints = 3, .state_extra_rows = 9, .nvfp4_activations = 1, .bf16_activations = 1, .artifact_bytes = 123456789,
+                     .state_checkpoints = 3, .state_extra_rows = 9, .nvfp4_activations = 1, .bf16_activations = 1, .backend = 2, .artifact_bytes = 123456789,
                      .hidden_size = 5120, .num_layers = 64, .vocab_size = 248320};
   EXPECT_EQ(decode_setup(encode_setup(g)), g);
   std::vector<char> bytes = encode_setup(g);

@@ -1,5 +1,5 @@
 // ninfer-serve's --tp and --nnodes flags: --tp N parses for the CPU and CUDA backends, with --spec and with prefix
-// reuse (on by default); --nnodes N is one rank per process, CPU ranks only (--backend cuda is refused at start).
+// reuse (on by default); --nnodes N is one rank per process, on the CPU or on the one GPU --devices names.
 #include <gtest/gtest.h>
 
 #include "server/serve_engine_options.h"
@@ -53,7 +53,14 @@ TEST(TpServeOptions, NnodesIsOneRankPerProcess) {
   refused({"--nnodes", "2", "--tp", "4"}, "--tp 4 with --nnodes 2: each process runs one rank");
   refused({"--nnodes", "2", "--node-rank", "2"}, "--node-rank 2: outside --nnodes 2");
   refused({"--node-rank", "1"}, "--node-rank 1: needs --nnodes greater than 1");
-  refused({"--nnodes", "2", "--backend", "cuda"}, "--nnodes with --backend cuda");
+  // CUDA ranks in several processes: each names its own GPU (one device, default 0).
+  ParsedServeOptions cuda = parse({"--nnodes", "2", "--node-rank", "1", "--backend", "cuda", "--devices", "3"});
+  ASSERT_TRUE(cuda.options) << cuda.message;
+  EXPECT_EQ(cuda.options->devices, (std::vector<int>{3}));
+  EXPECT_EQ(cuda.options->tp, 2);
+  EXPECT_TRUE(parse({"--nnodes", "2", "--backend", "cuda"}).options);
+  refused({"--nnodes", "2", "--backend", "cuda", "--devices", "0,1"},
+          "--devices: lists 2 device(s) but with --nnodes each process runs one rank");
 }
 
 }  // namespace

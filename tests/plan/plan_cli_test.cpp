@@ -44,6 +44,11 @@ TEST(PlanCli, DefaultModelOnTheHostAndOnAPretendedDevice) {
   EXPECT_TRUE(has(device, "planned slack")) << device.out;
   const CliRun tp2 = run("--backend cuda --tp 2 --device-memory 4GiB --max-context 4096 --spec mtp");
   EXPECT_EQ(tp2.code, 0) << tp2.out;
+  // --nnodes: one rank per process, every rank counted on this process's GPU (--devices' one entry).
+  const CliRun nodes = run("--backend cuda --nnodes 2 --devices 1 --device-memory 4GiB --max-context 4096");
+  EXPECT_EQ(nodes.code, 0) << nodes.out;
+  EXPECT_TRUE(has(nodes, "rank 1: planned slack")) << nodes.out;
+  EXPECT_TRUE(has(nodes, "each counted on this process's GPU 1")) << nodes.out;
   const CliRun tiny = run("--backend cuda --device-memory 300MiB --max-context 32768");
   EXPECT_EQ(tiny.code, 1) << tiny.out;
   EXPECT_TRUE(has(tiny, "memory plan does not fit")) << tiny.out;
