@@ -3,8 +3,8 @@
 
 namespace ninfer::bench {
 
-// f32 FLOP/s of `threads` threads each running 12 independent 8-wide FMA chains (AVX2/FMA, registers only), the
-// best of `reps` runs; 0 where the build or CPU has no AVX2/FMA.
-double fma_peak_flops(int threads, int reps);
+// f32 FLOP/s of `threads` threads each running 12 independent `lanes`-wide FMA chains (8: AVX2/FMA, 16: AVX-512F;
+// registers only), the best of `reps` runs; 0 where the build or CPU lacks that width.
+double fma_peak_flops(int threads, int reps, int lanes = 8);
 
 }  // namespace ninfer::bench

@@ -264,9 +264,9 @@ public:
 
 // ---- the CPU backend ----
 enum class CpuSimd : uint8_t {
-  kAuto,   // AVX2+FMA+F16C when the CPU has them, else scalar
+  kAuto,   // AVX-512 dense GEMMs where the CPU has them, else AVX2+FMA+F16C, else scalar
   kScalar, // portable C++ only
-  kAvx2,   // AVX2+FMA+F16C; throws Error(kUnsupported) on a CPU without them
+  kAvx2,   // AVX2+FMA+F16C only (no AVX-512 kernels); throws Error(kUnsupported) on a CPU without them
 };
 
 // How linear() treats activations against an nvfp4 weight.

@@ -1,6 +1,7 @@
-// Backend configs against each other: threaded == single-threaded (bit for bit), AVX2 == scalar (to rounding).
+// Backend configs against each other: threaded == single-threaded (bit for bit), each SIMD table == scalar (to rounding).
 #include <functional>
 
+#include "engine/backend/cpu/kernels.h"
 #include "tests/backend/test_util.h"
 
 namespace ninfer::testing {
@@ -50,7 +51,8 @@ std::vector<float> run_pipeline(Backend& be) {
 }
 
 TEST(BackendConsistency, ThreadedEqualsSingleThreadedBitForBit) {
-  for (CpuSimd simd : {CpuSimd::kScalar, CpuSimd::kAuto}) {
+  for (CpuSimd simd : {CpuSimd::kScalar, CpuSimd::kAvx2, CpuSimd::kAuto}) {
+    if (simd == CpuSimd::kAvx2 && !cpu_has_avx2_fma()) continue;
     auto one = make_cpu_backend({1, simd});
     const std::vector<float> base = run_pipeline(*one);
     for (int threads : {2, 3, 5}) {
@@ -60,14 +62,23 @@ TEST(BackendConsistency, ThreadedEqualsSingleThreadedBitForBit) {
   }
 }
 
-TEST(BackendConsistency, Avx2MatchesScalar) {
+TEST(BackendConsistency, SimdMatchesScalar) {
   auto scalar = make_cpu_backend({2, CpuSimd::kScalar});
-  auto simd = make_cpu_backend({2, CpuSimd::kAuto});
-  const std::vector<float> a = run_pipeline(*scalar), b = run_pipeline(*simd);
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_LT(rel_err(b, a), 1e-5) << simd->name() << " vs " << scalar->name();
-  if (cpu_has_avx2_fma()) {
-    EXPECT_NE(simd->name().find("avx2"), std::string::npos);
+  const std::vector<float> a = run_pipeline(*scalar);
+  std::vector<CpuSimd> tables{CpuSimd::kAuto};
+  if (cpu_has_avx2_fma()) tables.push_back(CpuSimd::kAvx2);
+  for (CpuSimd t : tables) {
+    auto simd = make_cpu_backend({2, t});
+    const std::vector<float> b = run_pipeline(*simd);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_LT(rel_err(b, a), 1e-5) << simd->name() << " vs " << scalar->name();
+  }
+  // kAuto names the table it picked: the AVX-512 dense kernels where the CPU has them, else AVX2.
+  const std::string auto_name = make_cpu_backend({1, CpuSimd::kAuto})->name();
+  if (cpu::avx512_kernels()) {
+    EXPECT_NE(auto_name.find("cpu(avx512"), std::string::npos) << auto_name;
+  } else if (cpu_has_avx2_fma()) {
+    EXPECT_NE(auto_name.find("cpu(avx2"), std::string::npos) << auto_name;
   } else {
     EXPECT_THROW(make_cpu_backend({1, CpuSimd::kAvx2}), Error);
   }

@@ -23,6 +23,7 @@ namespace {
 std::vector<const Kernels*> variants() {
   std::vector<const Kernels*> v{&scalar_kernels()};
   if (const Kernels* k = avx2_kernels()) v.push_back(k);
+  if (const Kernels* k = avx512_kernels()) v.push_back(k);
   return v;
 }
 

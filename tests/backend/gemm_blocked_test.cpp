@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/nvfp4_linear.h"
 #include "engine/core/half.h"
 #include "tests/backend/nvfp4_test_data.h"
@@ -160,9 +161,10 @@ TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
     for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 64}) {
       const auto x = random_values(M * (K + 5), static_cast<uint32_t>(M + K));
       for (const Tensor &w : weights) {
-        for (int threads : {1, 2}) {
+        for (int run = 0; run < 4; ++run) {  // AVX2, then auto (the AVX-512 dense kernels where the CPU has them)
+          const int threads = 1 + run % 2;
           const CpuBackendOptions now{.threads = threads,
-                                      .simd = CpuSimd::kAvx2};
+                                      .simd = run < 2 ? CpuSimd::kAvx2 : CpuSimd::kAuto};
           CpuBackendOptions legacy = now;
           legacy.legacy_gemm = true;
           const auto got = run_strided_linear(now, x, w, M),
@@ -170,7 +172,7 @@ TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
           for (size_t i = 0; i < got.size(); ++i)
             ASSERT_TRUE(same_bits(got[i], want[i]))
                 << dtype_name(w.dtype) << " K=" << K << " M=" << M
-                << " i=" << i;
+                << " i=" << i << " run " << run;
           if (w.dtype == DType::kNVFP4)
             continue; // W4A4 against the reference: nvfp4_linear_test.cpp
           const auto ref =
@@ -247,9 +249,10 @@ void expect_each_row_as_alone(const CpuBackendOptions &o,
 // four weight rows at a time). Before it did (four accumulators per weight row)
 // this test found 44-247 of the 37·M outputs off in the last bits at M = 2..9.
 TEST(GemmBlocked, ADenseRowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
-  for (CpuSimd simd : {CpuSimd::kAuto, CpuSimd::kScalar})
+  for (CpuSimd simd : {CpuSimd::kAuto, CpuSimd::kAvx2, CpuSimd::kScalar})
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
-      for (int64_t K : {100, 1024}) {
+      for (int64_t K : {7, 100, 1024, 1300}) {
+        if (simd == CpuSimd::kAvx2 && !cpu::avx2_kernels()) continue;
         const int64_t N = 37;
         testing::HostTensor w({N, K}, dt);
         w.values = random_values(N * K, 13, 0.05f);
@@ -259,7 +262,10 @@ TEST(GemmBlocked, ADenseRowsOutputDoesNotDependOnTheOtherRowsOfTheCall) {
             const CpuBackendOptions o{.threads = threads, .simd = simd};
             const auto x = random_values(M * (K + 5), static_cast<uint32_t>(M * 5 + K));
             expect_each_row_as_alone(o, x, w.view(), M,
-                                     ::testing::Message() << dtype_name(dt) << (simd == CpuSimd::kScalar ? " scalar" : "")
+                                     ::testing::Message() << dtype_name(dt)
+                                                          << (simd == CpuSimd::kScalar ? " scalar"
+                                                              : simd == CpuSimd::kAvx2 ? " avx2"
+                                                                                       : " auto")
                                                           << " K=" << K << " M=" << M << " threads " << threads);
             if (::testing::Test::HasFatalFailure()) return;
           }

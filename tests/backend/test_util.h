@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/kernels.h"
 #include "engine/core/error.h"
 #include "engine/core/half.h"
 
@@ -121,12 +122,16 @@ struct BackendConfig {
 };
 inline void PrintTo(const BackendConfig& c, std::ostream* os) { *os << c.label; }
 
-// scalar and AVX2 (when the CPU has it), single- and multi-threaded.
+// scalar, AVX2 and the AVX-512 dense kernels (each when the CPU has it), single- and multi-threaded.
 inline std::vector<BackendConfig> backend_configs() {
   std::vector<BackendConfig> c{{"scalar_1t", {1, CpuSimd::kScalar}}, {"scalar_3t", {3, CpuSimd::kScalar}}};
   if (cpu_has_avx2_fma()) {
     c.push_back({"avx2_1t", {1, CpuSimd::kAvx2}});
     c.push_back({"avx2_3t", {3, CpuSimd::kAvx2}});
+  }
+  if (cpu::avx512_kernels()) {  // what kAuto picks there
+    c.push_back({"avx512_1t", {1, CpuSimd::kAuto}});
+    c.push_back({"avx512_3t", {3, CpuSimd::kAuto}});
   }
   return c;
 }

@@ -37,6 +37,8 @@ const Kernels *pick_kernels(CpuSimd simd) {
   case CpuSimd::kAuto:
     break;
   }
+  if (const Kernels *k = avx512_kernels())
+    return k;
   if (const Kernels *k = avx2_kernels())
     return k;
   return &scalar_kernels();

@@ -1,4 +1,4 @@
-// Owns the CPU backend's inner-loop kernel table (scalar and AVX2/FMA/F16C variants) and its runtime selection.
+// Owns the CPU backend's inner-loop kernel table (scalar, AVX2/FMA/F16C and AVX-512 variants) and its runtime selection.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +65,10 @@ struct Kernels {
 const Kernels& scalar_kernels();
 // nullptr when the build has no AVX2 variant (non-x86) or the CPU lacks AVX2, FMA or F16C.
 const Kernels* avx2_kernels();
+// The AVX2 table with 16-lane dense GEMM kernels (gemm_f32/bf16/f16, gemm_pack; kernels_avx512.cpp), which sum each
+// output with one 16-lane accumulator where the AVX2 ones use 8: the two tables' GEMMs differ in the last bits.
+// nullptr without a GCC/Clang x86-64 build, the AVX2 table, or the AVX-512 set of cpu_supports_avx512_vnni().
+const Kernels* avx512_kernels();
 // Runtime CPU checks (engine/backend/cpu/cpu_features.cpp, GCC/Clang builtins or MSVC CPUID): a SIMD table is used
 // only when they hold.
 bool cpu_supports_avx2_fma_f16c();

@@ -1,0 +1,261 @@
+// AVX-512 variants of the dense GEMM kernels (f32, bf16 and f16 weights against f32 activations): the AVX2 table
+// with gemm_f32 / gemm_bf16 / gemm_f16 and gemm_pack replaced by 16-lane kernels, twice the FMA width on a CPU with
+// two 512-bit FMA units. Every function carries a target attribute and runs only after the runtime CPU check in
+// avx512_kernels().
+//
+// Summation order (the table's contract, as the AVX2 one's with 16 lanes instead of 8): every output y[m][n] is one
+// 16-lane accumulator stepping k by 16 over [0, K16) (K16 = K rounded down to 16), reduced by hsum16, then the last
+// K − K16 products added one by one in k order with fma. The one-row kernel and every register tile sum this way, so a
+// row gets the same bits alone (decode) and inside any block (speculative verification, batches).
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge operand of their masked builtins and then
+// warn about it wherever they are inlined (avx512fintrin.h); nothing in this file reads such a value.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/backend/cpu/kernels.h"
+#include "engine/core/error.h"
+#include "engine/core/half.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NINFER_HAVE_AVX512_VARIANT 1
+#include <immintrin.h>
+#endif
+
+namespace ninfer::cpu {
+
+#if NINFER_HAVE_AVX512_VARIANT
+
+#define NINFER_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+
+namespace {
+
+struct WF32 {
+  using T = float;
+  NINFER_AVX512 static inline __m512 load16(const T* p) { return _mm512_loadu_ps(p); }
+  static inline float get(const T* p) { return *p; }
+};
+struct WBf16 {
+  using T = uint16_t;
+  NINFER_AVX512 static inline __m512 load16(const T* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static inline float get(const T* p) { return bf16_to_f32(*p); }
+};
+struct WF16 {
+  using T = uint16_t;
+  NINFER_AVX512 static inline __m512 load16(const T* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static inline float get(const T* p) { return f16_to_f32(*p); }
+};
+
+// The fixed reduction of a 16-lane accumulator: halves added, then quarters, pairs, and the last two lanes.
+NINFER_AVX512 inline float hsum16(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The tail of one output (k in [K16, K)) after its accumulator's sum.
+template <typename W>
+inline float finish(float s, const float* x, const typename W::T* w, int64_t K16, int64_t K) {
+  for (int64_t k = K16; k < K; ++k) s = std::fma(x[k], W::get(w + k), s);
+  return s;
+}
+
+// M activation rows (the whole row block, up to kGemmMaxRows) × NR weight rows over k in [k0, k1) (multiples of 16),
+// M·NR accumulators in registers, carried between k ranges in `acc16` (M·NR vectors of 16 floats: each accumulator
+// goes on with its own k sequence, so the sum is the one an unbroken loop over k gives). k0 == 0 starts from zero;
+// `last` reduces each accumulator, adds the tail k ≥ K16 and writes the output.
+// xp: the block packed in 16-column panels, element (m, k) for k < K16 at xp[k · M + m · 16 + k % 16].
+// Not inlined: inlined into block() beside its one-row twin, GCC 12 ran out of registers and spilled the weights.
+template <typename W, int M, int NR>
+__attribute__((noinline)) NINFER_AVX512 void tile(const float* xp, const float* x, int64_t xs, const typename W::T* w,
+                                                  int64_t ws, int64_t n, int64_t k0, int64_t k1, int64_t K,
+                                                  float* acc16, bool last, float* y, int64_t ys, bool acc) {
+  __m512 a[M][NR];
+#pragma GCC unroll 8
+  for (int m = 0; m < M; ++m)
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) a[m][r] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc16 + (m * NR + r) * 16);
+  const typename W::T* wr[NR];
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r) wr[r] = w + (n + r) * ws;
+  constexpr int64_t kLine = 64 / sizeof(typename W::T);  // weights per cache line
+  for (int64_t k = k0; k < k1; k += 16) {
+    if (k % kLine == 0)  // the same line of the next tile's rows, into L2 (past the matrix's end: harmless)
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + NR * ws + k), _MM_HINT_T1);
+    __m512 wv[NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) wv[r] = W::load16(wr[r] + k);
+    const float* xk = xp + k * M;
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m) {
+      __m512 xv = _mm512_loadu_ps(xk + m * 16);
+      asm("" : "+v"(xv));  // one load per row into a register: GCC 12 otherwise folds it into each of the NR FMAs
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) a[m][r] = _mm512_fmadd_ps(xv, wv[r], a[m][r]);
+    }
+  }
+  if (!last) {
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m)
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) _mm512_store_ps(acc16 + (m * NR + r) * 16, a[m][r]);
+    return;
+  }
+  const int64_t K16 = K / 16 * 16;
+  for (int m = 0; m < M; ++m)
+    for (int r = 0; r < NR; ++r) {
+      const float s = finish<W>(hsum16(a[m][r]), x + m * xs, wr[r], K16, K);
+      float& out = y[m * ys + n + r];
+      out = acc ? out + s : s;
+    }
+}
+
+// One activation row against weight rows four at a time, each output summed as the tiles sum it. A cache line of each
+// of the four rows per step with a software prefetch into L2 8 KiB ahead in each row, as the AVX2 one-row kernel.
+template <typename W>
+NINFER_AVX512 void row1(const float* x, const typename W::T* w, int64_t ws, int64_t n0, int64_t n1, int64_t K,
+                        float* y, bool acc) {
+  constexpr int kR = 4;
+  constexpr int64_t kLine = 64 / sizeof(typename W::T), kAhead = 8192 / sizeof(typename W::T);
+  const int64_t K16 = K / 16 * 16, K32 = K / 32 * 32;
+  int64_t n = n0;
+  for (; n + kR <= n1; n += kR) {
+    const typename W::T* wr[kR];
+    __m512 a[kR];
+#pragma GCC unroll 4
+    for (int r = 0; r < kR; ++r) wr[r] = w + (n + r) * ws, a[r] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k < K32; k += 32) {
+#pragma GCC unroll 4
+      for (int r = 0; r < kR; ++r)
+        for (int64_t l = 0; l < 32; l += kLine)  // (past the matrix's end is harmless: prefetches never fault)
+          _mm_prefetch(reinterpret_cast<const char*>(wr[r] + k + l + kAhead), _MM_HINT_T1);
+#pragma GCC unroll 2
+      for (int64_t j = 0; j < 32; j += 16) {
+        const __m512 xv = _mm512_loadu_ps(x + k + j);
+#pragma GCC unroll 4
+        for (int r = 0; r < kR; ++r) a[r] = _mm512_fmadd_ps(xv, W::load16(wr[r] + k + j), a[r]);
+      }
+    }
+    for (; k < K16; k += 16) {
+      const __m512 xv = _mm512_loadu_ps(x + k);
+#pragma GCC unroll 4
+      for (int r = 0; r < kR; ++r) a[r] = _mm512_fmadd_ps(xv, W::load16(wr[r] + k), a[r]);
+    }
+    for (int r = 0; r < kR; ++r) {
+      const float s = finish<W>(hsum16(a[r]), x, wr[r], K16, K);
+      y[n + r] = acc ? y[n + r] + s : s;
+    }
+  }
+  for (; n < n1; ++n) {  // the last rows one by one, in the same order
+    const typename W::T* wr = w + n * ws;
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K16; k += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), W::load16(wr + k), a);
+    const float s = finish<W>(hsum16(a), x, wr, K16, K);
+    y[n] = acc ? y[n] + s : s;
+  }
+}
+
+// The block's rows against weight rows [n0, n1): pieces of kNPiece weight rows, each swept by k ranges of kKc so that
+// the block's packed rows of one range (16 KiB) stay in L1 while the piece's tiles pass over them; the weights stream
+// once per block. Without the k ranges a block of 8 packed rows (64 KiB at K = 2048) left L1, and each step read its
+// 512 bytes of rows from L2 (the 8 × 3 tile ran no faster than AVX2's 4 × 3 then).
+template <typename W, int M, int NR>
+NINFER_AVX512 void block(const float* xp, const float* x, int64_t xs, const typename W::T* w, int64_t ws, int64_t n0,
+                         int64_t n1, int64_t K, float* y, int64_t ys, bool acc) {
+  constexpr int64_t kKc = 4096 / M / 16 * 16, kNPiece = NR * 8;  // the rows' k range: 16 KiB of packed floats
+  const int64_t K16 = K / 16 * 16;
+  alignas(64) float acc16[kNPiece * M * 16];  // the piece's accumulators between k ranges (≤ 24 KiB)
+  for (int64_t n = n0; n < n1; n += kNPiece) {
+    const int64_t ne = std::min(n1, n + kNPiece);
+    int64_t k0 = 0;
+    do {
+      const int64_t k1 = std::min(K16, k0 + kKc);
+      const bool last = k1 == K16;
+      int64_t t = n;
+      float* a = acc16;
+      for (; t + NR <= ne; t += NR, a += M * NR * 16)
+        tile<W, M, NR>(xp, x, xs, w, ws, t, k0, k1, K, a, last, y, ys, acc);
+      for (; t < ne; ++t, a += M * 16) tile<W, M, 1>(xp, x, xs, w, ws, t, k0, k1, K, a, last, y, ys, acc);
+      k0 = k1;
+    } while (k0 < K16);
+  }
+}
+
+// A block of up to kGemmMaxRows rows: element (m, k) for k < K16 at dst[k · rows + m · 16 + k % 16].
+NINFER_AVX512 void pack_block(const float* x, int64_t xs, int rows, int64_t K16, float* dst) {
+  for (int64_t k = 0; k < K16; k += 16)
+    for (int m = 0; m < rows; ++m) _mm512_storeu_ps(dst + k * rows + m * 16, _mm512_loadu_ps(x + m * xs + k));
+}
+
+NINFER_AVX512 void gemm_pack_avx512(const float* x, int64_t xs, int64_t M, int64_t K, float* out) {
+  for (int64_t m0 = 0; m0 < M; m0 += kGemmMaxRows)
+    pack_block(x + m0 * xs, xs, static_cast<int>(std::min<int64_t>(kGemmMaxRows, M - m0)), K / 16 * 16,
+               out + m0 / kGemmMaxRows * gemm_pack_block(K));
+}
+
+// The whole row block is one register tile, so each weight is loaded and widened once per block; the tile's weight
+// rows NR shrink as its activation rows grow (M·NR accumulators + NR weights + 1 row within the 32 registers).
+template <typename W>
+NINFER_AVX512 void gemm_avx512(const float* x, int64_t xs, int rows, const float* packed, const void* wv, int64_t ws,
+                               int64_t n0, int64_t n1, int64_t K, float* y, int64_t ys, bool acc) {
+  if (rows < 1 || rows > kGemmMaxRows)
+    fail(ErrorKind::kInternal, "gemm kernel called with {} rows (max {})", rows, kGemmMaxRows);
+  const auto* w = static_cast<const typename W::T*>(wv);
+  if (rows == 1) {
+    row1<W>(x, w, ws, n0, n1, K, y, acc);
+    return;
+  }
+  if (!packed) {  // a caller without gemm_pack's rows: pack this block here
+    thread_local std::vector<float> own;
+    own.resize(static_cast<size_t>(K / 16 * 16 * rows));
+    pack_block(x, xs, rows, K / 16 * 16, own.data());
+    packed = own.data();
+  }
+  switch (rows) {
+    case 2: block<W, 2, 4>(packed, x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 3: block<W, 3, 4>(packed, x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 4: block<W, 4, 5>(packed, x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 5: block<W, 5, 4>(packed, x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 6: block<W, 6, 4>(packed, x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    case 7: block<W, 7, 3>(packed, x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+    default: block<W, 8, 3>(packed, x, xs, w, ws, n0, n1, K, y, ys, acc); break;
+  }
+}
+
+}  // namespace
+
+const Kernels* avx512_kernels() {
+  static const Kernels* table = []() -> const Kernels* {
+    const Kernels* avx2 = avx2_kernels();
+    if (!avx2 || !cpu_supports_avx512_vnni()) return nullptr;
+    static Kernels k = *avx2;
+    k.name = "avx512";
+    k.gemm_f32 = gemm_avx512<WF32>;
+    k.gemm_bf16 = gemm_avx512<WBf16>;
+    k.gemm_f16 = gemm_avx512<WF16>;
+    k.gemm_pack = gemm_pack_avx512;
+    return &k;
+  }();
+  return table;
+}
+
+#else  // not x86-64 with GCC or Clang
+
+const Kernels* avx512_kernels() { return nullptr; }
+
+#endif
+
+}  // namespace ninfer::cpu
