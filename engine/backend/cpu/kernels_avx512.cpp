@@ -159,13 +159,8 @@ NINFER_AVX512 void row1(const float* x, const typename W::T* w, int64_t ws, int6
       y[n + r] = acc ? y[n + r] + s : s;
     }
   }
-  for (; n < n1; ++n) {  // the last rows one by one, in the same order
-    const typename W::T* wr = w + n * ws;
-    __m512 a = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K16; k += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), W::load16(wr + k), a);
-    const float s = finish<W>(hsum16(a), x, wr, K16, K);
-    y[n] = acc ? y[n] + s : s;
-  }
+  // The last rows one by one through the 1 × 1 register tile (one row packed is the row itself), in the same order.
+  for (; n < n1; ++n) tile<W, 1, 1>(x, x, 0, w, ws, n, 0, K16, K, nullptr, true, y, 0, acc);
 }
 
 // The block's rows against weight rows [n0, n1): pieces of kNPiece weight rows, each swept by k ranges of kKc so that
@@ -177,7 +172,7 @@ NINFER_AVX512 void block(const float* xp, const float* x, int64_t xs, const type
                          int64_t n1, int64_t K, float* y, int64_t ys, bool acc) {
   constexpr int64_t kKc = 4096 / M / 16 * 16, kNPiece = NR * 8;  // the rows' k range: 16 KiB of packed floats
   const int64_t K16 = K / 16 * 16;
-  alignas(64) float acc16[kNPiece * M * 16];  // the piece's accumulators between k ranges (≤ 24 KiB)
+  alignas(64) float acc16[kNPiece * M * 16];  // the piece's accumulators between k ranges (≤ 12 KiB)
   for (int64_t n = n0; n < n1; n += kNPiece) {
     const int64_t ne = std::min(n1, n + kNPiece);
     int64_t k0 = 0;
