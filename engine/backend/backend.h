@@ -173,6 +173,14 @@ public:
   // ((1 + w), weights stored around 0), 0 for the plain one.
   virtual void rms_norm(const Tensor &y, const Tensor &x, const Tensor &w,
                         float eps, float w_offset) = 0;
+  // The residual add and the norm after it, in one pass over the rows:
+  // x ← x + delta (in place), then y = rms_norm(x) exactly as rms_norm would
+  // compute it from the stored sum (same bits as add() then rms_norm()). x, y,
+  // delta [..., N] f32; w [N] as for rms_norm. y must not alias x (the sum is
+  // kept: it is the next residual); delta may be y.
+  virtual void add_rms_norm(const Tensor &x, const Tensor &y,
+                            const Tensor &delta, const Tensor &w, float eps,
+                            float w_offset) = 0;
   // y = w · rmsnorm(x) · silu(z) over the last dim (Qwen3.5 GDN output norm;
   // norm before gate). x, z, y [..., N]; w [N] f32/bf16/f16 (plain w).
   virtual void gated_rms_norm(const Tensor &y, const Tensor &x, const Tensor &z,

@@ -95,6 +95,11 @@ void ProfilingBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& 
   timed("rms_norm", 0, [&] { inner_->rms_norm(y, x, w, eps, w_offset); });
 }
 
+void ProfilingBackend::add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& delta, const Tensor& w,
+                                    float eps, float w_offset) {
+  timed("add_rms_norm", 0, [&] { inner_->add_rms_norm(x, y, delta, w, eps, w_offset); });
+}
+
 void ProfilingBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) {
   timed("gated_rms_norm", 0, [&] { inner_->gated_rms_norm(y, x, z, w, eps); });
 }

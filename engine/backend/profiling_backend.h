@@ -57,6 +57,8 @@ class ProfilingBackend final : public Backend {
   void embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) override;
   void gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) override;
   void rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) override;
+  void add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& delta, const Tensor& w, float eps,
+                    float w_offset) override;
   void gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) override;
   void l2_norm(const Tensor& y, const Tensor& x, float eps, float scale) override;
   void add(const Tensor& y, const Tensor& a, const Tensor& b) override;

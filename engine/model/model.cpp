@@ -85,25 +85,31 @@ void Model::body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state
   Tensor x = scratch_.get("x", {T, H});
   Tensor h = scratch_.get("h", {T, H});
   Tensor mix = scratch_.get("mix", {T, H});
-  int64_t attn_layer = 0, gdn_layer = 0, layer = 0;
-  for (const LayerWeights& lw : w_.layers) {
-    backend_.rms_norm(h, x, lw.input_norm, c.rms_norm_eps, norm_offset_);
+  // Each residual add runs fused with the norm that reads its sum (add_rms_norm): the block's output into x and the
+  // post-attention norm, the MLP's into x and the next layer's input norm (or the final norm, where every row goes
+  // through it).
+  const bool final_norm_all_rows = features != nullptr && features->final_hidden;
+  const size_t layers = w_.layers.size();
+  int64_t attn_layer = 0, gdn_layer = 0;
+  if (layers > 0) backend_.rms_norm(h, x, w_.layers.front().input_norm, c.rms_norm_eps, norm_offset_);
+  for (size_t layer = 0; layer < layers; ++layer) {
+    const LayerWeights& lw = w_.layers[layer];
     if (lw.type == LayerType::kFullAttention) attention_block(lw, attn_layer++, h, mix, batch, kv);
     else delta_net_block(lw, gdn_layer++, h, mix, batch, state);
-    backend_.add(x, x, mix);
-    backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, norm_offset_);
+    backend_.add_rms_norm(x, h, mix, lw.post_norm, c.rms_norm_eps, norm_offset_);
     swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
     comm_.all_reduce_sum(mix, backend_);  // down_proj is row-parallel: the ranks' partial sums
-    backend_.add(x, x, mix);
+    if (layer + 1 < layers) backend_.add_rms_norm(x, h, mix, w_.layers[layer + 1].input_norm, c.rms_norm_eps, norm_offset_);
+    else if (final_norm_all_rows) backend_.add_rms_norm(x, h, mix, w_.final_norm, c.rms_norm_eps, norm_offset_);
+    else backend_.add(x, x, mix);
     if (features != nullptr)
       for (size_t j = 0; j < features->layers.size(); ++j)
-        if (features->layers[j] == layer) backend_.copy(feature_block(j), x);
-    ++layer;
+        if (features->layers[j] == static_cast<int64_t>(layer)) backend_.copy(feature_block(j), x);
   }
 
   Tensor sel = scratch_.get("sel", {R, H});
-  if (features != nullptr && features->final_hidden) {  // every row through the final norm, the logit rows gathered after
-    backend_.rms_norm(h, x, w_.final_norm, c.rms_norm_eps, norm_offset_);
+  if (final_norm_all_rows) {  // every row through the final norm (h, above), the logit rows gathered after
+    if (layers == 0) backend_.rms_norm(h, x, w_.final_norm, c.rms_norm_eps, norm_offset_);
     backend_.copy(feature_block(features->layers.size()), h);
     backend_.gather_rows(sel, h, batch.logit_rows);
   } else {

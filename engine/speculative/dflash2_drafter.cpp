@@ -194,9 +194,10 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
 
   const int64_t nh = c.num_heads, hd = c.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Residual adds fused with the norm after them (add_rms_norm), as in Model::body.
+  if (c.num_layers > 0) backend_.rms_norm(h, x, w_.layers.front().input_norm, c.rms_norm_eps, 0.0f);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const Dflash2LayerWeights& lw = w_.layers[static_cast<size_t>(l)];
-    backend_.rms_norm(h, x, lw.input_norm, c.rms_norm_eps, 0.0f);
     Tensor q = scratch_.get("q", {R, nh, hd});
     backend_.linear(q.reshape({R, nh * hd}), h, lw.q_proj);
     backend_.rms_norm(q, q, lw.q_norm, c.rms_norm_eps, 0.0f);
@@ -206,11 +207,12 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
     backend_.attention(o, q, kv_->layer(l), paged, scale);
     backend_.linear(mix, o.reshape({R, nh * hd}), lw.o_proj);
     comm_.all_reduce_sum(mix, backend_);  // o_proj is row-parallel over the rank's heads under TP
-    backend_.add(x, x, mix);
-    backend_.rms_norm(h, x, lw.post_norm, c.rms_norm_eps, 0.0f);
+    backend_.add_rms_norm(x, h, mix, lw.post_norm, c.rms_norm_eps, 0.0f);
     swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
     comm_.all_reduce_sum(mix, backend_);  // down_proj too
-    backend_.add(x, x, mix);
+    if (l + 1 < c.num_layers)
+      backend_.add_rms_norm(x, h, mix, w_.layers[static_cast<size_t>(l + 1)].input_norm, c.rms_norm_eps, 0.0f);
+    else backend_.add(x, x, mix);
   }
   Tensor sel = scratch_.get("sel", {S * D, H});
   backend_.rms_norm(sel, x.slice0(S, R), w_.final_norm, c.rms_norm_eps, 0.0f);

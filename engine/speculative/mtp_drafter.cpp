@@ -230,8 +230,7 @@ Tensor MtpDrafter::forward(const Step& step, const Tensor& hidden, bool all_rows
   }
   Tensor mix = scratch_.get("mix", {x.dim(0), H});
   attend(h, mix, query, step);
-  backend_.add(x, x, mix);
-  backend_.rms_norm(h, x, w_.layer.post_norm, c.rms_norm_eps, kNormOffset);
+  backend_.add_rms_norm(x, h, mix, w_.layer.post_norm, c.rms_norm_eps, kNormOffset);
   swiglu_mlp(backend_, scratch_, w_.layer.gate_proj, w_.layer.up_proj, w_.layer.down_proj, h, mix);
   comm_.all_reduce_sum(mix, backend_);  // down_proj is row-parallel under TP: the ranks' partial sums
   backend_.add(x, x, mix);

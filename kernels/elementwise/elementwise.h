@@ -13,9 +13,11 @@ enum class NormKind : uint8_t {
   kRms,       // y = x · rsqrt(mean(x²) + eps) · (w + w_offset)
   kGatedRms,  // y = w · (x · rsqrt(mean(x²) + eps)) · silu(z)
   kL2,        // y = x · (scale / sqrt(Σx² + eps))
+  kAddRms,    // x ← x + z (written back), then y = kRms of the sum
 };
 struct NormArgs {
-  Rows y, x, z;                 // f32, same rows and n; z only for kGatedRms; y may be x (in place)
+  Rows y, x, z;                 // f32, same rows and n; z for kGatedRms (gate) and kAddRms (delta); y may be x
+                                // (in place) except for kAddRms, where y may be z instead
   const void* w = nullptr;      // [n] f32/bf16/f16, not for kL2
   KType w_type = KType::kF32;
   float eps = 0.0f, w_offset = 0.0f, scale = 1.0f;

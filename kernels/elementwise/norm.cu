@@ -1,5 +1,6 @@
-// Row norms (rms_norm, gated_rms_norm, l2_norm) over the last dim of f32 rows, Σx² accumulated in double like the
-// CPU op, so the per-row factor almost always rounds to the same f32.
+// Row norms (rms_norm, gated_rms_norm, l2_norm, and add_rms_norm: the residual add fused in front of rms_norm) over
+// the last dim of f32 rows, Σx² accumulated in double like the CPU op, so the per-row factor almost always rounds to
+// the same f32.
 #include <cuda_runtime.h>
 
 #include "kernels/common/load.cuh"
@@ -17,7 +18,9 @@ constexpr int64_t kWarpRowMaxN = 1024;
 __device__ __forceinline__ float silu(float v) { return v / (1.0f + expf(-v)); }
 
 // TPR = threads per row: 32 (one warp per row, kWarpRowsPerBlock rows per block) or kBlockThreads (one block per
-// row). The row is read twice (Σx², then the output); the second read mostly hits L1/L2. y may alias x.
+// row). The row is read twice (Σx², then the output); the second read mostly hits L1/L2. y may alias x. kAddRms
+// writes x + z back into x in the first pass and reads it back in the second: each thread reads only the elements it
+// wrote itself (both passes give a thread the same vectors), so no barrier is needed, and y may alias z.
 template <NormKind K, typename W, int VEC, int TPR>
 __global__ void __launch_bounds__(TPR == 32 ? 32 * kWarpRowsPerBlock : kBlockThreads)
     norm_kernel(NormArgs a) {
@@ -33,15 +36,22 @@ __global__ void __launch_bounds__(TPR == 32 ? 32 * kWarpRowsPerBlock : kBlockThr
   }
   const int64_t n = a.x.n;
   const int64_t nvec = n / VEC;
-  const float* x = row_ptr<const float>(a.x, row);
+  float* x = row_ptr<float>(a.x, row);
   float* y = row_ptr<float>(a.y, row);
-  const float* z = K == NormKind::kGatedRms ? row_ptr<const float>(a.z, row) : nullptr;
+  const float* z = K == NormKind::kGatedRms || K == NormKind::kAddRms ? row_ptr<const float>(a.z, row) : nullptr;
   const W* w = static_cast<const W*>(a.w);
 
   double ss = 0.0;
   for (int64_t v = lane; v < nvec; v += TPR) {
     float xv[VEC];
     load_vec<VEC>(x + v * VEC, xv);
+    if (K == NormKind::kAddRms) {
+      float dv[VEC];
+      load_vec<VEC>(z + v * VEC, dv);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) xv[i] = xv[i] + dv[i];
+      store_vec<VEC>(x + v * VEC, xv);
+    }
 #pragma unroll
     for (int i = 0; i < VEC; ++i) ss += static_cast<double>(xv[i]) * static_cast<double>(xv[i]);  // exact product
   }
@@ -63,7 +73,7 @@ __global__ void __launch_bounds__(TPR == 32 ? 32 * kWarpRowsPerBlock : kBlockThr
     if (K == NormKind::kL2) {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) out[i] = xv[i] * inv;
-    } else if (K == NormKind::kRms) {
+    } else if (K == NormKind::kRms || K == NormKind::kAddRms) {
       float wv[VEC];
       load_vec<VEC>(w + v * VEC, wv);
 #pragma unroll
@@ -97,7 +107,7 @@ void launch_vec(cudaStream_t stream, const NormArgs& a) {
   w.rows = 1;
   w.n = a.x.n;
   const bool vec4 = rows_vectorizable(a.x, 4) && rows_vectorizable(a.y, 4) &&
-                    (K != NormKind::kGatedRms || rows_vectorizable(a.z, 4)) &&
+                    ((K != NormKind::kGatedRms && K != NormKind::kAddRms) || rows_vectorizable(a.z, 4)) &&
                     (K == NormKind::kL2 || rows_vectorizable(w, 4));
   if (vec4)
     launch<K, W, 4>(stream, a);
@@ -117,6 +127,8 @@ void row_norm(cudaStream_t stream, NormKind kind, const NormArgs& args) {
     using W = decltype(tag);
     if (kind == NormKind::kRms)
       launch_vec<NormKind::kRms, W>(stream, args);
+    else if (kind == NormKind::kAddRms)
+      launch_vec<NormKind::kAddRms, W>(stream, args);
     else
       launch_vec<NormKind::kGatedRms, W>(stream, args);
   });

@@ -100,6 +100,51 @@ TEST_P(BackendOps, RmsNormPlainAndZeroCentred) {
     }
 }
 
+// add_rms_norm is add() then rms_norm() in one pass: the same bits (the sum is stored, then normalised as rms_norm
+// does), large enough (64 rows of 2048) that both are threaded; y may be delta; y == x is refused.
+TEST_P(BackendOps, AddRmsNormIsAddThenRmsNorm) {
+  for (DType dt : kWeightDtypes)
+    for (float off : {0.0f, 1.0f})
+      for (bool y_is_delta : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " offset " << off << " y is delta " << y_is_delta);
+        const int64_t T = 64, N = 2048;
+        HostTensor x = random_tensor({T, N}, rng, -3, 3), d = random_tensor({T, N}, rng, -3, 3);
+        HostTensor w = random_tensor({N}, rng, -0.5, 1.5, dt);
+        HostTensor x2 = x, y2({T, N});
+        be->add(x2.view(), x2.view(), d.view());
+        be->rms_norm(y2.view(), x2.view(), w.view(), 1e-6f, off);
+        HostTensor y({T, N});
+        be->add_rms_norm(x.view(), y_is_delta ? d.view() : y.view(), d.view(), w.view(), 1e-6f, off);
+        EXPECT_EQ(x.values, x2.values);
+        EXPECT_EQ((y_is_delta ? d : y).values, y2.values);
+      }
+  // Strided rows: x and delta padded, y the second half of wider rows; padding untouched.
+  const int64_t T = 6, N = 40;
+  HostTensor xb = random_tensor({T, 48}, rng), db = random_tensor({T, 56}, rng), yb({T, 2 * N});
+  HostTensor w = random_tensor({N}, rng, 0.5, 1.5);
+  const HostTensor xb0 = xb;
+  Tensor xs = Tensor::strided(xb.values.data(), DType::kF32, {T, N}, {48, 1});
+  Tensor ds = Tensor::strided(db.values.data(), DType::kF32, {T, N}, {56, 1});
+  Tensor ys = Tensor::strided(yb.values.data() + N, DType::kF32, {T, N}, {2 * N, 1});
+  be->add_rms_norm(xs, ys, ds, w.view(), 1e-6f, 0.0f);
+  std::vector<float> sum, got;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < N; ++i) {
+      const size_t at = static_cast<size_t>(t * 48 + i);
+      sum.push_back(xb0.values[at] + db.values[static_cast<size_t>(t * 56 + i)]);
+      ASSERT_EQ(xb.values[at], sum.back());
+      got.push_back(yb.values[static_cast<size_t>(t * 2 * N + N + i)]);
+      ASSERT_EQ(yb.values[static_cast<size_t>(t * 2 * N + i)], 0.0f);
+    }
+    for (int64_t i = N; i < 48; ++i)
+      ASSERT_EQ(xb.values[static_cast<size_t>(t * 48 + i)], xb0.values[static_cast<size_t>(t * 48 + i)]);
+  }
+  EXPECT_LT(rel_err(got, ref::rms_norm(sum, w.values, N, 1e-6, 0.0)), 1e-6);
+  EXPECT_THROW(be->add_rms_norm(xs, xs, ds, w.view(), 1e-6f, 0.0f), Error);  // y aliases x
+  HostTensor wrong({T, N + 1});
+  EXPECT_THROW(be->add_rms_norm(xs, ys, wrong.view(), w.view(), 1e-6f, 0.0f), Error);  // delta shape
+}
+
 TEST_P(BackendOps, RmsNormOnStridedHeads) {
   // q_proj output [T, nh, 2·hd] per head [query | gate]: normalise only the query halves
   const int64_t T = 5, nh = 3, hd = 16;

@@ -1,5 +1,5 @@
 // The CUDA elementwise family against the CPU oracle: rms_norm (both offsets, every weight dtype, warp and block
-// rows, the forward's strided per-head q view in place), gated_rms_norm, l2_norm, add / silu_mul / sigmoid_mul
+// rows, the forward's strided per-head q view in place), add_rms_norm, gated_rms_norm, l2_norm, add / silu_mul / sigmoid_mul
 // (strided gate, in place), partial RoPE at long positions, embedding and gather_rows (bit-exact), and the argument
 // errors, which must be the CPU op's own.
 //
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/cuda/cuda_test_support.h"
@@ -142,6 +143,29 @@ TEST(CudaElementwise, RmsNormUnalignedRowsSmall) {
   }
 }
 
+// add_rms_norm: the sum written back to x is exact (bit-exact with the CPU op), y within the norm tolerance; warp
+// and block rows, aligned and unaligned, y = delta (the CPU op's own test checks it equals add then rms_norm).
+TEST(CudaElementwise, AddRmsNormSmall) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(16);
+  for (DType wt : kWeightTypes)
+    for (auto [rows, n, pad] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 0}, {5, 256, 0}, {3, 5120, 0},
+                                {2, 4099, 0}, {4, 1024, 3}, {6, 2048, 1}}) {
+      for (bool y_is_delta : {false, true}) {
+        Both x(random_tensor({rows, n}, rng, -3, 3), pad ? std::vector<int64_t>{n + pad, 1} : std::vector<int64_t>{});
+        Both d(random_tensor({rows, n}, rng, -3, 3));
+        Both w(random_weight(n, rng, wt, -0.5f, 0.5f));
+        Both y(HostTensor({rows, n}));
+        Both& out = y_is_delta ? d : y;
+        EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.add_rms_norm(x.t(g), out.t(g), d.t(g), w.t(g), 1e-6f, 1.0f); },
+                             out, kNormAtol, kNormRtol))
+            << "add_rms_norm [" << rows << ", " << n << "] w " << dtype_name(wt) << " pad " << pad << " y is delta "
+            << y_is_delta;
+        EXPECT_EQ(x.gpu_values(), x.h.values) << "add_rms_norm's sum [" << rows << ", " << n << "]";
+      }
+    }
+}
+
 TEST(CudaElementwise, ZeroRowsAreANoOpSmall) {
   NINFER_REQUIRE_CUDA();
   std::mt19937 rng(15);
@@ -149,6 +173,7 @@ TEST(CudaElementwise, ZeroRowsAreANoOpSmall) {
   Both w(random_weight(16, rng, DType::kF32));
   const Tensor none = x.t(true).slice0(0, 0);
   gpu().rms_norm(none, none, w.t(true), 1e-6f, 1.0f);
+  gpu().add_rms_norm(none, x.t(true).slice0(1, 1), none, w.t(true), 1e-6f, 1.0f);
   gpu().gated_rms_norm(none, none, none, w.t(true), 1e-6f);
   gpu().l2_norm(none, none, 1e-6f, 1.0f);
   gpu().add(none, none, none);
@@ -384,6 +409,10 @@ TEST(CudaElementwise, NormErrorsMatchCpuSmall) {
   expect_same_error("rms_norm w i8", [&](Backend& be, bool g) { be.rms_norm(y.t(g), x.t(g), w_i8.t(g), 1e-6f, 1); });
   expect_same_error("rms_norm y shape", [&](Backend& be, bool g) { be.rms_norm(y_bad.t(g), x.t(g), w.t(g), 1e-6f, 0); });
   expect_same_error("rms_norm x bf16", [&](Backend& be, bool g) { be.rms_norm(y.t(g), x_bf16.t(g), w.t(g), 1e-6f, 0); });
+  expect_same_error("add_rms_norm delta shape",
+                    [&](Backend& be, bool g) { be.add_rms_norm(x.t(g), y.t(g), y_bad.t(g), w.t(g), 1e-6f, 1); });
+  expect_same_error("add_rms_norm y is x",
+                    [&](Backend& be, bool g) { be.add_rms_norm(x.t(g), x.t(g), y.t(g), w.t(g), 1e-6f, 1); });
   expect_same_error("gated_rms_norm z shape",
                     [&](Backend& be, bool g) { be.gated_rms_norm(y.t(g), x.t(g), y_bad.t(g), w.t(g), 1e-6f); });
   expect_same_error("gated_rms_norm w length",

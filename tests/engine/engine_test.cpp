@@ -70,7 +70,7 @@ TEST(Engine, GreedyMatchesTransformersAndReportsTimings) {
     EXPECT_NE(f.engine->backend_name().find("[op profile]"), std::string::npos) << f.engine->backend_name();
     std::map<std::string, OpProfile::Entry> by_op;
     for (const OpProfile::Entry& e : profile->entries()) by_op[e.op] = e;
-    for (const char* op : {"embedding", "rms_norm", "attention", "kv_write", "rope", "gated_delta_rule", "conv1d",
+    for (const char* op : {"embedding", "rms_norm", "add_rms_norm", "attention", "kv_write", "rope", "gated_delta_rule", "conv1d",
                            "gdn_gating", "l2_norm", "gated_rms_norm", "silu_mul"})
       EXPECT_GT(by_op[op].calls, 0u) << op;
     // Each output token but the last is a decode step through every full-attention layer.

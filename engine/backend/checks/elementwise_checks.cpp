@@ -12,6 +12,18 @@ void check_rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, Device de
   check_vector_on("rms_norm", "w", w, x.row_size(), device);
 }
 
+void check_add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& delta, const Tensor& w, Device device) {
+  check_f32_on("add_rms_norm", "x", x, device);
+  check_f32_on("add_rms_norm", "y", y, device);
+  check_f32_on("add_rms_norm", "delta", delta, device);
+  check_same_shape("add_rms_norm", "y", y, x);
+  check_same_shape("add_rms_norm", "delta", delta, x);
+  check_vector_on("add_rms_norm", "w", w, x.row_size(), device);
+  if (y.data == x.data)
+    fail(ErrorKind::kInvalidArgument, "add_rms_norm: y must not alias x (x keeps the residual sum), {}",
+         x.describe());
+}
+
 void check_gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, Device device) {
   check_f32_on("gated_rms_norm", "x", x, device);
   check_f32_on("gated_rms_norm", "z", z, device);

@@ -14,6 +14,8 @@ namespace ninfer {
 
 // rms_norm: x, y f32 of one shape; w [N] f32/bf16/f16.
 void check_rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, Device device);
+// add_rms_norm: x, y, delta f32 of one shape; w [N]; y not x (y may be delta).
+void check_add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& delta, const Tensor& w, Device device);
 // gated_rms_norm: x, z, y f32 of one shape; w [N].
 void check_gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, Device device);
 // l2_norm: x, y f32 of one shape.

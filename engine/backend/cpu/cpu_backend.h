@@ -66,6 +66,8 @@ public:
 
   void rms_norm(const Tensor &y, const Tensor &x, const Tensor &w, float eps,
                 float w_offset) override;
+  void add_rms_norm(const Tensor &x, const Tensor &y, const Tensor &delta,
+                    const Tensor &w, float eps, float w_offset) override;
   void gated_rms_norm(const Tensor &y, const Tensor &x, const Tensor &z,
                       const Tensor &w, float eps) override;
   void l2_norm(const Tensor &y, const Tensor &x, float eps,

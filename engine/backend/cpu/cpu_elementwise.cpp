@@ -48,6 +48,19 @@ const float *weight_f32(const Kernels &k, const Tensor &w,
 
 } // namespace
 
+namespace {
+
+// One row of rms_norm (y may be x).
+inline void rms_norm_row(const float *xr, float *yr, const float *wf, int64_t N,
+                         float eps, float w_offset) {
+  const float inv = static_cast<float>(
+      1.0 / std::sqrt(sum_squares(xr, N) / double(N) + double(eps)));
+  for (int64_t i = 0; i < N; ++i)
+    yr[i] = xr[i] * inv * (wf[i] + w_offset);
+}
+
+} // namespace
+
 void CpuBackend::rms_norm(const Tensor &y, const Tensor &x, const Tensor &w,
                           float eps, float w_offset) {
   check_rms_norm(y, x, w, Device::kCpu);
@@ -55,13 +68,26 @@ void CpuBackend::rms_norm(const Tensor &y, const Tensor &x, const Tensor &w,
   std::vector<float> buf;
   const float *wf = weight_f32(*k_, w, buf);
   for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r)
+      rms_norm_row(row_f32(x, r), row_f32(y, r), wf, N, eps, w_offset);
+  });
+}
+
+void CpuBackend::add_rms_norm(const Tensor &x, const Tensor &y,
+                              const Tensor &delta, const Tensor &w, float eps,
+                              float w_offset) {
+  check_add_rms_norm(x, y, delta, w, Device::kCpu);
+  const int64_t N = x.row_size();
+  std::vector<float> buf;
+  const float *wf = weight_f32(*k_, w, buf);
+  // Row by row, so the sum is still in L1 when the norm reads it back.
+  for_rows(pool_, x.rows(), N, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float *xr = row_f32(x, r);
-      float *yr = row_f32(y, r);
-      const float inv = static_cast<float>(
-          1.0 / std::sqrt(sum_squares(xr, N) / double(N) + double(eps)));
+      float *xr = row_f32(x, r);
+      const float *dr = row_f32(delta, r);
       for (int64_t i = 0; i < N; ++i)
-        yr[i] = xr[i] * inv * (wf[i] + w_offset);
+        xr[i] = xr[i] + dr[i];
+      rms_norm_row(xr, row_f32(y, r), wf, N, eps, w_offset);
     }
   });
 }

@@ -51,6 +51,21 @@ void CudaBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, fl
   after_launch("rms_norm");
 }
 
+void CudaBackend::add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& delta, const Tensor& w, float eps,
+                               float w_offset) {
+  check_add_rms_norm(x, y, delta, w, Device::kCuda);
+  kern::NormArgs a;
+  a.y = rows_of(y);
+  a.x = rows_of(x);
+  a.z = rows_of(delta);
+  a.w = w.data;
+  a.w_type = ktype(w.dtype);
+  a.eps = eps;
+  a.w_offset = w_offset;
+  kern::row_norm(stream(), kern::NormKind::kAddRms, a);
+  after_launch("add_rms_norm");
+}
+
 void CudaBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) {
   check_gated_rms_norm(y, x, z, w, Device::kCuda);
   kern::NormArgs a;
