@@ -14,12 +14,15 @@
 #                 (ninfer bf16 with f32 activations, and `bf16-act`: --dense-activations bf16, as llama.cpp rounds them)
 # Environment: LLAMA_CPP (as --llama-cpp), DIR (models; default /tmp/nvfp4-bench for qwen35, else
 # /tmp/ninfer-llama-SHAPE), PYTHON (runs llama.cpp's converter; default: the tools venv through scripts/tools-env.sh),
-# NINFER_JOBS (build jobs, default nproc), PREFILL_CASES (--prefill: "THREADS:PROMPT:CHUNK ...", default
+# NINFER_JOBS (build jobs, default nproc), LLAMA_CMAKE_ARGS (replaces the CPU-tuning part of llama.cpp's configure,
+# default -DGGML_NATIVE=ON; on a VM whose CPU lists AMX but does not let a process use it (SIGILL at the first
+# tilezero in llama-bench: the machine of 2026-12-07), name the instruction sets instead, as docs/benchmarks.md
+# shows), PREFILL_CASES (--prefill: "THREADS:PROMPT:CHUNK ...", default
 # "1:512:512 2:512:512 2:2048:512 2:2048:2048"; CHUNK is ninfer's --prefill-chunk and llama.cpp's -ub, -b PROMPT).
 set -euo pipefail
 
 die() { echo "llama_cpp_compare: error: $*" >&2; exit 1; }
-usage() { sed -n '8,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '8,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 llama="${LLAMA_CPP:-${LLAMA:-}}"   # LLAMA: the old name of the variable
 args=()
@@ -64,7 +67,8 @@ if [ ! -x "$bin/llama-bench" ] || [ ! -x "$bin/llama-quantize" ]; then
   echo "== building llama.cpp in $llama/build (CPU only, -j$jobs)"
   # CPU only, tuned for this machine (GGML_NATIVE is llama.cpp's default); no network client, tests or server.
   # Options a given revision does not know (LLAMA_CURL is older, LLAMA_OPENSSL newer) are only warned about.
-  cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=OFF -DGGML_NATIVE=ON \
+  # shellcheck disable=SC2086  # LLAMA_CMAKE_ARGS is a list of arguments
+  cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=OFF ${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=ON} \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
   cmake --build "$llama/build" -j "$jobs" --target llama-bench llama-quantize

@@ -99,7 +99,8 @@ void Model::body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state
     backend_.add_rms_norm(x, h, mix, lw.post_norm, c.rms_norm_eps, norm_offset_);
     swiglu_mlp(backend_, scratch_, lw.gate_proj, lw.up_proj, lw.down_proj, h, mix);
     comm_.all_reduce_sum(mix, backend_);  // down_proj is row-parallel: the ranks' partial sums
-    if (layer + 1 < layers) backend_.add_rms_norm(x, h, mix, w_.layers[layer + 1].input_norm, c.rms_norm_eps, norm_offset_);
+    if (layer + 1 < layers)
+      backend_.add_rms_norm(x, h, mix, w_.layers[layer + 1].input_norm, c.rms_norm_eps, norm_offset_);
     else if (final_norm_all_rows) backend_.add_rms_norm(x, h, mix, w_.final_norm, c.rms_norm_eps, norm_offset_);
     else backend_.add(x, x, mix);
     if (features != nullptr)
