@@ -228,6 +228,16 @@ int main(int argc, char** argv) {
       Tensor x = pool.f32({T, 5120}), w = pool.f32({5120}), y = pool.f32({T, 5120});
       rep.row(fmt::format("rms_norm T={}", T), "[T, 5120]", time_op(*be, reps, [&] { be->rms_norm(y, x, w, 1e-6f, 1.0f); }),
               2.0 * T * 5120 * 4);
+      // The residual add and the norm after it, as two ops and fused; both counted with the fused op's traffic
+      // (read x and delta, write x and y), so the GB/s columns compare the same work.
+      Tensor d = pool.f32({T, 5120});
+      rep.row(fmt::format("add + rms_norm T={}", T), "[T, 5120]", time_op(*be, reps, [&] {
+                be->add(x, x, d);
+                be->rms_norm(y, x, w, 1e-6f, 1.0f);
+              }),
+              4.0 * T * 5120 * 4);
+      rep.row(fmt::format("add_rms_norm T={}", T), "[T, 5120]",
+              time_op(*be, reps, [&] { be->add_rms_norm(x, y, d, w, 1e-6f, 1.0f); }), 4.0 * T * 5120 * 4);
     }
   }
   if (all || only == "attention") {
