@@ -36,58 +36,46 @@ std::span<const int32_t> rope_inv_freq(int64_t rotary_dim, double theta) {
   return it->second;
 }
 
+// Checked arguments → one row-norm launch (kernels/elementwise/norm.cu), named `op` for launch errors. z is the gate
+// (kGatedRms) or the delta (kAddRms); w is absent for kL2.
+void launch_norm(CudaBackend& be, const char* op, kern::NormKind kind, const Tensor& y, const Tensor& x,
+                 const Tensor* z, const Tensor* w, float eps, float w_offset = 0.0f, float scale = 1.0f) {
+  kern::NormArgs a;
+  a.y = rows_of(y);
+  a.x = rows_of(x);
+  if (z != nullptr) a.z = rows_of(*z);
+  if (w != nullptr) {
+    a.w = w->data;
+    a.w_type = ktype(w->dtype);
+  }
+  a.eps = eps;
+  a.w_offset = w_offset;
+  a.scale = scale;
+  kern::row_norm(be.stream(), kind, a);
+  be.after_launch(op);
+}
+
 }  // namespace
 
 void CudaBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) {
   check_rms_norm(y, x, w, Device::kCuda);
-  kern::NormArgs a;
-  a.y = rows_of(y);
-  a.x = rows_of(x);
-  a.w = w.data;
-  a.w_type = ktype(w.dtype);
-  a.eps = eps;
-  a.w_offset = w_offset;
-  kern::row_norm(stream(), kern::NormKind::kRms, a);
-  after_launch("rms_norm");
+  launch_norm(*this, "rms_norm", kern::NormKind::kRms, y, x, nullptr, &w, eps, w_offset);
 }
 
 void CudaBackend::add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& delta, const Tensor& w, float eps,
                                float w_offset) {
   check_add_rms_norm(x, y, delta, w, Device::kCuda);
-  kern::NormArgs a;
-  a.y = rows_of(y);
-  a.x = rows_of(x);
-  a.z = rows_of(delta);
-  a.w = w.data;
-  a.w_type = ktype(w.dtype);
-  a.eps = eps;
-  a.w_offset = w_offset;
-  kern::row_norm(stream(), kern::NormKind::kAddRms, a);
-  after_launch("add_rms_norm");
+  launch_norm(*this, "add_rms_norm", kern::NormKind::kAddRms, y, x, &delta, &w, eps, w_offset);
 }
 
 void CudaBackend::gated_rms_norm(const Tensor& y, const Tensor& x, const Tensor& z, const Tensor& w, float eps) {
   check_gated_rms_norm(y, x, z, w, Device::kCuda);
-  kern::NormArgs a;
-  a.y = rows_of(y);
-  a.x = rows_of(x);
-  a.z = rows_of(z);
-  a.w = w.data;
-  a.w_type = ktype(w.dtype);
-  a.eps = eps;
-  kern::row_norm(stream(), kern::NormKind::kGatedRms, a);
-  after_launch("gated_rms_norm");
+  launch_norm(*this, "gated_rms_norm", kern::NormKind::kGatedRms, y, x, &z, &w, eps);
 }
 
 void CudaBackend::l2_norm(const Tensor& y, const Tensor& x, float eps, float scale) {
   check_l2_norm(y, x, Device::kCuda);
-  kern::NormArgs a;
-  a.y = rows_of(y);
-  a.x = rows_of(x);
-  a.eps = eps;
-  a.scale = scale;
-  kern::row_norm(stream(), kern::NormKind::kL2, a);
-  after_launch("l2_norm");
+  launch_norm(*this, "l2_norm", kern::NormKind::kL2, y, x, nullptr, nullptr, eps, 0.0f, scale);
 }
 
 namespace {
