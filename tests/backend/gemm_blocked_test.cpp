@@ -143,6 +143,44 @@ TEST(GemmBlocked, Avx512VnniLaneKernelGivesARowTheSameBitsInEveryTile) {
   EXPECT_GT(compared, 1000);
 }
 
+// The VBMI build of the lane kernel looks the nibbles up with vpermb instead of
+// a mask and vpshufb; the terms and their order are the same, so every output
+// must have the VNNI build's bits: 1-8 rows, K with and without a tail past the
+// last 256-element step, accumulating or not, NaN/Inf rows included.
+TEST(GemmBlocked, Avx512VbmiLaneKernelGivesTheVnniLaneKernelsBits) {
+  const cpu::Nvfp4Kernels *vbmi = cpu::nvfp4_avx512_vbmi_kernels();
+  if (!vbmi)
+    GTEST_SKIP() << "no AVX-512 VBMI on this CPU (or in this build)";
+  const cpu::Nvfp4Kernels &vnni = *cpu::nvfp4_avx512_kernels();
+  int64_t compared = 0;
+  for (int64_t K : {16, 256, 272, 1040, 2048, 4096}) {
+    int64_t M = 0;
+    const std::vector<float> x = test_rows(K, M);
+    cpu::Nvfp4A4Rows a;
+    cpu::nvfp4_size_a4(M, K, a);
+    vbmi->prepare_a4(x.data(), K, 0, M, 0.0f, a);
+    for (int64_t N : {1, 13}) {
+      const auto wf =
+          random_values(N * K, static_cast<uint32_t>(N + K), 0.02f, true, K);
+      auto w = pack(wf, N, K);
+      const cpu::Nvfp4Weight wv = cpu::nvfp4_weight("test", w.view());
+      for (int rows = 1; rows <= vbmi->w4a4_max_rows; ++rows)
+        for (int64_t m0 = 0; m0 + rows <= M; m0 += rows) {
+          const bool acc = (m0 + rows) % 2 == 0;
+          std::vector<float> got(static_cast<size_t>(rows * N), 0.75f),
+              want = got;
+          vbmi->w4a4(wv, a, m0, rows, 0, N, got.data(), N, acc);
+          vnni.w4a4(wv, a, m0, rows, 0, N, want.data(), N, acc);
+          for (size_t i = 0; i < got.size(); ++i, ++compared)
+            ASSERT_TRUE(same_bits(got[i], want[i]))
+                << "K=" << K << " N=" << N << " m0=" << m0 << " rows=" << rows
+                << " i=" << i << ": " << got[i] << " vs " << want[i];
+        }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
+
 TEST(GemmBlocked, LinearIsBitIdenticalToTheLegacyPathsAndCloseToScalar) {
   if (!cpu_has_avx2_fma())
     GTEST_SKIP() << "no AVX2 on this CPU";

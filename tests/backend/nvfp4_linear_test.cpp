@@ -158,6 +158,7 @@ TEST(Nvfp4Kernels, MatchTheScalarReference) {
   std::vector<const cpu::Nvfp4Kernels*> tables;
   if (auto* k = cpu::nvfp4_avx2_kernels()) tables.push_back(k);
   if (auto* k = cpu::nvfp4_avx512_kernels()) tables.push_back(k);
+  if (auto* k = cpu::nvfp4_avx512_vbmi_kernels()) tables.push_back(k);
   std::printf("nvfp4 kernel tables on this CPU: %zu\n", tables.size());
   for (int64_t K : {16, 128, 256, 272, 1024, 1040}) {
     const int64_t N = 13, M = cpu::kNvfp4LaneMaxRows;

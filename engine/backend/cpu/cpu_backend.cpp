@@ -44,8 +44,8 @@ const Kernels *pick_kernels(CpuSimd simd) {
   return &scalar_kernels();
 }
 
-// kScalar: the scalar reference; kAvx2: the AVX2 kernels; kAuto: AVX-512 VNNI
-// where the CPU has it, else AVX2. legacy: the table's 4 x 1 W4A4 kernel in
+// kScalar: the scalar reference; kAvx2: the AVX2 kernels; kAuto: AVX-512 VBMI
+// where the CPU has it, else AVX-512 VNNI, else AVX2. legacy: the table's 4 x 1 W4A4 kernel in
 // place of the blocked one (AVX2: bit-identical; AVX-512: the lane kernel
 // sums in another order).
 const Nvfp4Kernels *pick_nvfp4_kernels(CpuSimd simd, bool legacy) {
@@ -59,8 +59,11 @@ const Nvfp4Kernels *pick_nvfp4_kernels(CpuSimd simd, bool legacy) {
   case CpuSimd::kAuto:
     break;
   }
-  if (const Nvfp4Kernels *k =
-          legacy ? nvfp4_avx512_4x1_kernels() : nvfp4_avx512_kernels())
+  if (legacy)
+    return nvfp4_avx512_4x1_kernels() ? nvfp4_avx512_4x1_kernels() : avx2;
+  if (const Nvfp4Kernels *k = nvfp4_avx512_vbmi_kernels())
+    return k;
+  if (const Nvfp4Kernels *k = nvfp4_avx512_kernels())
     return k;
   return avx2;
 }

@@ -1,4 +1,5 @@
-// The runtime x86-64 feature probe behind cpu_supports_avx2_fma_f16c() and cpu_supports_avx512_vnni() (kernels.h).
+// The runtime x86-64 feature probe behind cpu_supports_avx2_fma_f16c(), cpu_supports_avx512_vnni() and
+// cpu_supports_avx512_vbmi() (kernels.h).
 // Kept apart from the SIMD kernel files so that it is compiled for the baseline ISA with every compiler (MSVC builds
 // those files with /arch:AVX2 or /arch:AVX512, cmake/Warnings.cmake) and runs safely on any x86-64 CPU.
 #include "engine/backend/cpu/kernels.h"
@@ -24,6 +25,11 @@ bool cpu_supports_avx512_vnni() {
          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
 }
 
+bool cpu_supports_avx512_vbmi() {
+  __builtin_cpu_init();
+  return cpu_supports_avx512_vnni() && __builtin_cpu_supports("avx512vbmi");
+}
+
 #elif defined(_MSC_VER) && defined(_M_X64)
 
 namespace {
@@ -33,6 +39,7 @@ namespace {
 struct X86Features {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512dq = false;
+  bool avx512vbmi = false;
 };
 
 X86Features probe() {
@@ -58,6 +65,7 @@ X86Features probe() {
     f.avx512bw = (r[1] >> 30) & 1;
     f.avx512vl = (r[1] >> 31) & 1;
     f.avx512vnni = (r[2] >> 11) & 1;
+    f.avx512vbmi = (r[2] >> 1) & 1;
   }
   return f;
 }
@@ -76,10 +84,13 @@ bool cpu_supports_avx512_vnni() {
   return f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni && f.avx512dq && f.fma;
 }
 
+bool cpu_supports_avx512_vbmi() { return cpu_supports_avx512_vnni() && features().avx512vbmi; }
+
 #else  // not x86-64
 
 bool cpu_supports_avx2_fma_f16c() { return false; }
 bool cpu_supports_avx512_vnni() { return false; }
+bool cpu_supports_avx512_vbmi() { return false; }
 
 #endif
 

@@ -73,5 +73,6 @@ const Kernels* avx512_kernels();
 // only when they hold.
 bool cpu_supports_avx2_fma_f16c();
 bool cpu_supports_avx512_vnni();  // AVX-512 F, BW, VL, VNNI, DQ and FMA
+bool cpu_supports_avx512_vbmi();  // those and AVX-512 VBMI (vpermb)
 
 }  // namespace ninfer::cpu

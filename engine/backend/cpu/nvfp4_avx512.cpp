@@ -3,8 +3,10 @@
 // per block, the weight chunk decoded once for 1-8 rows) and the 4 x 1 kernel
 // it replaced (each activation row's signs folded into the weight lookup; kept
 // for before/after benches), which sums in another order.
+// The lane kernel and the helpers both files share are in
+// nvfp4_lanes_avx512.inc (also compiled with VBMI: nvfp4_avx512_vbmi.cpp).
 // Every function carries a target attribute and runs only after the runtime CPU
-// check in nvfp4_avx512_kernels().
+// check in nvfp4_avx512_kernels() / nvfp4_avx512_vbmi_kernels().
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -47,20 +49,8 @@ NINFER_AVX512 inline __m512i lut_e2m1x2() {
       _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
 }
 
-// Prefetches of a W4A4 kernel's 256-element step k (code byte offset k / 2) of
-// weight row codes `wc`, scales `ws`.
-NINFER_AVX512 inline void prefetch_step(const uint8_t *wc, const uint8_t *ws,
-                                        int64_t k) {
-  _mm_prefetch(reinterpret_cast<const char *>(wc + k / 2 + kNvfp4PrefetchAhead),
-               _MM_HINT_T1);
-  _mm_prefetch(
-      reinterpret_cast<const char *>(wc + k / 2 + kNvfp4PrefetchAhead + 64),
-      _MM_HINT_T1);
-  if (k % 1024 == 0) // one scale line per 1024 elements
-    _mm_prefetch(
-        reinterpret_cast<const char *>(ws + k / 16 + kNvfp4PrefetchAhead / 8),
-        _MM_HINT_T1);
-}
+#define NINFER_LANES_VBMI 0
+#include "engine/backend/cpu/nvfp4_lanes_avx512.inc"
 
 // The 16 E4M3 weight scales of step k as f32, block b at lanes 2b and 2b+1:
 // blocks 0-7 in sw[0], 8-15 in sw[1].
@@ -70,25 +60,6 @@ NINFER_AVX512 inline void step_scales(const uint8_t *ws, int64_t k,
       _mm_loadu_si128(reinterpret_cast<const __m128i *>(ws + k / 16));
   sw[0] = e4m3_to_f32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(sraw, sraw)));
   sw[1] = e4m3_to_f32(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(sraw, sraw)));
-}
-
-// Ends weight row n of a W4A4 kernel: each row's lanes summed, the blocks past
-// K256 added by the reference, the global scales applied, y stored or
-// accumulated.
-template <int MR>
-NINFER_AVX512 inline void store_w4a4(const __m512 (&accv)[MR],
-                                     const Nvfp4Weight &w, const Nvfp4A4Rows &a,
-                                     int64_t m0, int64_t n, int64_t K256,
-                                     float *y, int64_t ys, bool acc) {
-  for (int m = 0; m < MR; ++m) {
-    float s = _mm512_reduce_add_ps(accv[m]);
-    if (K256 < w.K)
-      s += nvfp4_w4a4_blocks(w, n, a.codes(m0 + m), a.scales(m0 + m), K256 / 16,
-                             w.K / 16);
-    const float r = s * ((a.global(m0 + m) * w.weight_scale_2) * 0.25f);
-    float &out = y[m * ys + n];
-    out = acc ? out + r : r;
-  }
 }
 
 template <int MR>
@@ -171,42 +142,6 @@ NINFER_AVX512 void w4a4_4x1(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
   }
 }
 
-// The lane form (issue 23): one 32-bit lane per 16-element block. A 256-element
-// chunk of a weight row is two 64-byte code vectors c0 (blocks 0-7, 8 bytes
-// each) and c1 (blocks 8-15). vpermt2d gathers the first dword of every block
-// into A and the second into B (lane b = block b), and each nibble half of A and
-// B is looked up as u8 2·e2m1 + 12 (in [0, 24]). The activation's s8 values
-// went through the same dword permutation when the row was prepared
-// (write_lanes), so four vpdpbusd started from the row's −12·Σa of each block
-// leave the block's exact integer dot I_b in lane b. Then one conversion, one
-// multiply by the block's scale product and one FMA per 16 blocks (the 4 x 1
-// kernel needs two of each, and twice the scale work, per 16 blocks).
-//
-// The scales are scaled to stay exact without the multiply by 2^120 of
-// e4m3_to_f32: the weight's E4M3 bits are moved into an f32 without it
-// (sw · 2^-120, possibly an f32 subnormal, exactly) and the activation's scale
-// was stored as sa · 2^64, so the product is sa · sw · 2^-56, exact (both have
-// 4 significant bits and are multiples of 2^-9, so every term I · sa · sw · 2^-56
-// is a multiple of 2^-74 and no sum of them is subnormal): the lane sums are
-// exactly 2^-56 times the unscaled ones, and one multiply by 2^56 at the end
-// restores them bit for bit.
-//
-// Each row's terms and the order they are added in are the same for every row
-// count, so an output has the same bits whichever tile computes it (decode and
-// speculative verification rows agree). Against the 4 x 1 kernel the order of
-// the sum differs (lane per block instead of per half block).
-constexpr int64_t kLaneChunk = Nvfp4A4Rows::kNvfp4LaneChunkBytes;
-
-// vpermt2d indices: the first (even) and second (odd) dword of each block.
-NINFER_AVX512 inline __m512i first_dwords() {
-  return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                           28, 30);
-}
-NINFER_AVX512 inline __m512i second_dwords() {
-  return _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
-                           29, 31);
-}
-
 // Writes rows [r0, r1)'s lane form from their blocked form (val_lo / val_hi,
 // corr) and scale_dup.
 NINFER_AVX512 void write_lanes(Nvfp4A4Rows &out, int64_t r0, int64_t r1) {
@@ -229,96 +164,18 @@ NINFER_AVX512 void write_lanes(Nvfp4A4Rows &out, int64_t r0, int64_t r1) {
       }
       const __m512i h0 = _mm512_loadu_si512(corr + 32 * c),
                     h1 = _mm512_loadu_si512(corr + 32 * c + 16);
-      const __m512i block = _mm512_add_epi32(
-          _mm512_permutex2var_epi32(h0, ie, h1),
-          _mm512_permutex2var_epi32(h0, io, h1));
+      const __m512i block =
+          _mm512_add_epi32(_mm512_permutex2var_epi32(h0, ie, h1),
+                           _mm512_permutex2var_epi32(h0, io, h1));
       _mm512_storeu_si512(dst + 256,
                           _mm512_sub_epi32(_mm512_setzero_si512(), block));
-      const __m512 s = _mm512_permutex2var_ps(
-          _mm512_loadu_ps(sdup + 32 * c), ie,
-          _mm512_loadu_ps(sdup + 32 * c + 16));
+      const __m512 s =
+          _mm512_permutex2var_ps(_mm512_loadu_ps(sdup + 32 * c), ie,
+                                 _mm512_loadu_ps(sdup + 32 * c + 16));
       _mm512_storeu_ps(reinterpret_cast<float *>(dst + 320),
                        _mm512_mul_ps(s, _mm512_set1_ps(0x1p64f)));
     }
   }
-}
-
-// u8 2·e2m1 + 12 of the low nibble of each byte of v.
-NINFER_AVX512 inline __m512i lookup_lo(__m512i v, __m512i lut) {
-  return _mm512_shuffle_epi8(lut, _mm512_and_si512(v, _mm512_set1_epi8(0x0F)));
-}
-
-// E4M3 bytes (one per 32-bit lane) -> f32 value · 2^-120, exactly (see above).
-NINFER_AVX512 inline __m512 e4m3_to_f32_2m120(__m512i b) {
-  const __m512i t = _mm512_srai_epi32(_mm512_slli_epi32(b, 24), 4);
-  return _mm512_castsi512_ps(
-      _mm512_and_si512(t, _mm512_set1_epi32(static_cast<int>(0x87FFFFFFu))));
-}
-
-template <int MR>
-NINFER_AVX512 void w4a4_lanes_rows(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
-                                   int64_t m0, int64_t n0, int64_t n1, float *y,
-                                   int64_t ys, bool acc) {
-  const int64_t K = w.K, K256 = K / 256 * 256;
-  const __m512i lut = _mm512_broadcast_i32x4(
-      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
-  const __m512i ie = first_dwords(), io = second_dwords();
-  // Row m's chunk c at base + m · rs + c (one base pointer and a stride, so
-  // eight rows do not hold eight general registers).
-  const uint8_t *base = a.lane_chunk(m0, 0);
-  const int64_t rs = a.row_bytes;
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t *wc = w.codes + n * (K / 2);
-    const uint8_t *ws = w.scales + n * (K / 16);
-    __m512 accv[MR];
-    for (int m = 0; m < MR; ++m)
-      accv[m] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K256; k += 256) {
-      prefetch_step(wc, ws, k);
-      const __m512i c0 = _mm512_loadu_si512(wc + k / 2),
-                    c1 = _mm512_loadu_si512(wc + k / 2 + 64);
-      const __m512i A = _mm512_permutex2var_epi32(c0, ie, c1),
-                    B = _mm512_permutex2var_epi32(c0, io, c1);
-      const __m512i w0 = lookup_lo(A, lut),
-                    w1 = lookup_lo(_mm512_srli_epi16(A, 4), lut),
-                    w2 = lookup_lo(B, lut),
-                    w3 = lookup_lo(_mm512_srli_epi16(B, 4), lut);
-      const __m512 sw = e4m3_to_f32_2m120(_mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i *>(ws + k / 16))));
-      const int64_t c = k / 256 * kLaneChunk;
-      for (int m = 0; m < MR; ++m) {
-        const uint8_t *l = base + m * rs + c;
-        __m512i i = _mm512_loadu_si512(l + 256); // −12 · Σa of each block
-        i = _mm512_dpbusd_epi32(i, w0, _mm512_loadu_si512(l));
-        i = _mm512_dpbusd_epi32(i, w1, _mm512_loadu_si512(l + 64));
-        i = _mm512_dpbusd_epi32(i, w2, _mm512_loadu_si512(l + 128));
-        i = _mm512_dpbusd_epi32(i, w3, _mm512_loadu_si512(l + 192));
-        accv[m] = _mm512_fmadd_ps(
-            _mm512_cvtepi32_ps(i),
-            _mm512_mul_ps(sw, _mm512_loadu_ps(
-                                  reinterpret_cast<const float *>(l + 320))),
-            accv[m]);
-      }
-    }
-    for (int m = 0; m < MR; ++m)
-      accv[m] = _mm512_mul_ps(accv[m], _mm512_set1_ps(0x1p56f));
-    store_w4a4<MR>(accv, w, a, m0, n, K256, y, ys, acc);
-  }
-}
-
-// w4a4_lanes_rows<1> ... <kNvfp4LaneMaxRows>, indexed by rows − 1.
-template <size_t... I>
-constexpr auto lane_row_kernels(std::index_sequence<I...>) {
-  return std::array{&w4a4_lanes_rows<static_cast<int>(I) + 1>...};
-}
-
-NINFER_AVX512 void w4a4_lanes(const Nvfp4Weight &w, const Nvfp4A4Rows &a,
-                              int64_t m0, int rows, int64_t n0, int64_t n1,
-                              float *y, int64_t ys, bool acc) {
-  static constexpr auto kernels =
-      lane_row_kernels(std::make_index_sequence<kNvfp4LaneMaxRows>());
-  kernels[static_cast<size_t>(std::clamp(rows, 1, kNvfp4LaneMaxRows) - 1)](
-      w, a, m0, n0, n1, y, ys, acc);
 }
 
 // The table's activation quantizer: the AVX2 one, then the lane form.
@@ -413,6 +270,13 @@ const Nvfp4Kernels *nvfp4_avx512_kernels() {
   return ok ? &k : nullptr;
 }
 
+const Nvfp4Kernels *nvfp4_avx512_vbmi_kernels() {
+  static const bool ok = nvfp4_avx512_kernels() && cpu_supports_avx512_vbmi();
+  static const Nvfp4Kernels k{"avx512-vbmi", nvfp4_w4a4_lanes_vbmi, w4a16,
+                              prepare_a4_lanes, kNvfp4LaneMaxRows};
+  return ok ? &k : nullptr;
+}
+
 const Nvfp4Kernels *nvfp4_avx512_4x1_kernels() {
   static const Nvfp4Kernels k{"avx512-vnni-4x1", w4a4_4x1, w4a16,
                               nvfp4_prepare_a4_avx2}; // AVX-512 implies AVX2
@@ -422,6 +286,13 @@ const Nvfp4Kernels *nvfp4_avx512_4x1_kernels() {
 #else
 
 const Nvfp4Kernels *nvfp4_avx512_kernels() { return nullptr; }
+const Nvfp4Kernels *nvfp4_avx512_vbmi_kernels() {
+  static const bool ok = nvfp4_avx512_kernels() && cpu_supports_avx512_vbmi();
+  static const Nvfp4Kernels k{"avx512-vbmi", nvfp4_w4a4_lanes_vbmi, w4a16,
+                              prepare_a4_lanes, kNvfp4LaneMaxRows};
+  return ok ? &k : nullptr;
+}
+
 const Nvfp4Kernels *nvfp4_avx512_4x1_kernels() { return nullptr; }
 
 #endif
