@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "CUDA device");
   app.add_option("--reps", reps, "timed calls per op (mean reported)");
   app.add_option("--context", context, "attention decode context (tokens in the cache)");
-  app.add_option("--only", only, "all | linear | w4a4 | attention | gdn | norm");
+  app.add_option("--only", only, "all | linear | w4a4 | attention | gdn | norm | argmax");
   bench::E2eOptions e2e;
   bool run_e2e = false;
   app.add_flag("--e2e", run_e2e,
@@ -238,6 +238,27 @@ int main(int argc, char** argv) {
               4.0 * T * 5120 * 4);
       rep.row(fmt::format("add_rms_norm T={}", T), "[T, 5120]",
               time_op(*be, reps, [&] { be->add_rms_norm(x, y, d, w, 1e-6f, 1.0f); }), 4.0 * T * 5120 * 4);
+    }
+  }
+  if (all || only == "argmax") {
+    // Greedy choices over the 27B's 248,320-token vocabulary, for a decode row and an MTP K=3 verify block: the ids
+    // taken on the device (argmax_rows, which reads the R ids back and waits) against bringing the rows to the host
+    // and taking them there (the path before argmax_rows). Both counted with the logits' bytes.
+    const int64_t V = 248320;
+    for (int64_t R : {1, 4}) {
+      Tensor x = pool.f32({R, V});
+      std::vector<int32_t> ids(static_cast<size_t>(R));
+      std::vector<float> host(static_cast<size_t>(R * V));
+      rep.row(fmt::format("argmax_rows R={}", R), "[R, 248320]",
+              time_op(*be, reps, [&] { be->argmax_rows(ids, x); }), double(R) * V * 4);
+      rep.row(fmt::format("rows to host + argmax R={}", R), "[R, 248320]", time_op(*be, reps, [&] {
+                be->copy(Tensor::make(host.data(), DType::kF32, {R, V}, Device::kCpu), x);
+                be->synchronize();
+                for (int64_t r = 0; r < R; ++r)
+                  ids[static_cast<size_t>(r)] = static_cast<int32_t>(
+                      std::max_element(host.begin() + r * V, host.begin() + (r + 1) * V) - (host.begin() + r * V));
+              }),
+              double(R) * V * 4);
     }
   }
   if (all || only == "attention") {

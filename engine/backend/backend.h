@@ -166,6 +166,13 @@ public:
   // lm_head). rows: host span.
   virtual void gather_rows(const Tensor &y, const Tensor &x,
                            std::span<const int32_t> rows) = 0;
+  // ids[r] = the index of row r's maximum, x [R, V] f32 (rows at any
+  // stride): the first maximum (ties go to the lower index), and a NaN is
+  // never one unless it is at index 0, exactly as std::max_element over the
+  // row. ids: host span [R], filled when the call returns (a device backend
+  // waits for its stream, so not inside a graph capture). For greedy choices
+  // without bringing whole logit rows to the host.
+  virtual void argmax_rows(std::span<int32_t> ids, const Tensor &x) = 0;
 
   // ---- elementwise / normalisation (shapes [..., N], any leading dims, in
   // place ok) ---- y = x · rsqrt(mean(x²) + eps) · (w + w_offset) over the last

@@ -91,6 +91,10 @@ void ProfilingBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<c
   timed("gather_rows", 0, [&] { inner_->gather_rows(y, x, rows); });
 }
 
+void ProfilingBackend::argmax_rows(std::span<int32_t> ids, const Tensor& x) {
+  timed("argmax_rows", 0, [&] { inner_->argmax_rows(ids, x); });
+}
+
 void ProfilingBackend::rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) {
   timed("rms_norm", 0, [&] { inner_->rms_norm(y, x, w, eps, w_offset); });
 }

@@ -218,18 +218,14 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
   backend_.rms_norm(sel, x.slice0(S, R), w_.final_norm, c.rms_norm_eps, 0.0f);
   Tensor out = scratch_.get("logits", {S * D, V});
   vocab_parallel_head(backend_, comm_, scratch_, sel, head_.weight, out);  // every rank takes the same argmax below
-  std::vector<float> host;
-  std::span<float> dst = logits;
-  if (dst.empty()) {
-    host.resize(static_cast<size_t>(S * D * V));
-    dst = host;
-  }
-  backend_.copy(Tensor::make(dst.data(), DType::kF32, {S * D, V}, Device::kCpu), out);
-  backend_.synchronize();
-  for (int64_t r = 0; r < S * D; ++r) {
-    const float* row = dst.data() + r * V;
-    const int64_t best = std::max_element(row, row + V) - row;
-    tokens[r] = head_.token_ids.empty() ? static_cast<int32_t>(best) : head_.token_ids[static_cast<size_t>(best)];
+  // The first maximum of each row, taken where the scores are (S·D ids come to the host, not S·D rows).
+  const std::span<int32_t> best = tokens.first(static_cast<size_t>(S * D));
+  backend_.argmax_rows(best, out);
+  if (!head_.token_ids.empty())
+    for (int32_t& id : best) id = head_.token_ids[static_cast<size_t>(id)];
+  if (!logits.empty()) {
+    backend_.copy(Tensor::make(logits.data(), DType::kF32, {S * D, V}, Device::kCpu), out);
+    backend_.synchronize();
   }
 }
 

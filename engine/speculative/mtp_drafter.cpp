@@ -279,15 +279,16 @@ void MtpDrafter::score(const Tensor& x, const Tensor& normed, std::span<int32_t>
   backend_.rms_norm(normed, x, w_.norm, config_.rms_norm_eps, 1.0f);
   Tensor dev = scratch_.get("logits", {R, V});
   vocab_parallel_head(backend_, comm_, scratch_, normed, w_.head, dev);  // every rank takes the same argmax below
-  host_logits_.resize(static_cast<size_t>(R * V));
-  backend_.copy(Tensor::make(host_logits_.data(), DType::kF32, {R, V}, Device::kCpu), dev);
-  backend_.synchronize();
-  for (int64_t r = 0; r < R; ++r) {
-    const float* row = host_logits_.data() + r * V;
-    const int64_t best = std::max_element(row, row + V) - row;  // the first maximum: ties go to the lower id
-    ids[static_cast<size_t>(r)] = w_.head_ids.empty() ? static_cast<int32_t>(best) : w_.head_ids[static_cast<size_t>(best)];
+  // The first maximum of each row (ties go to the lower id), taken where the scores are: R ids come to the host,
+  // not R rows of the head's width.
+  const std::span<int32_t> best = ids.first(static_cast<size_t>(R));
+  backend_.argmax_rows(best, dev);
+  if (!w_.head_ids.empty())
+    for (int32_t& id : best) id = w_.head_ids[static_cast<size_t>(id)];
+  if (!logits.empty()) {
+    backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, V}, Device::kCpu), dev);
+    backend_.synchronize();
   }
-  if (!logits.empty()) std::copy(host_logits_.begin(), host_logits_.end(), logits.begin());
 }
 
 void MtpDrafter::observe(std::span<const DraftRows> rows) { observe(rows, {}); }
@@ -379,7 +380,8 @@ void MtpDrafter::propose(std::span<const SeqId> seqs, int32_t k, std::span<int32
       Tensor x = forward(step, options_.recursion == MtpRecursion::kAfterNorm ? normed : cur, true);
       backend_.copy(cur, x);
     }
-    score(cur, normed, ids, {});
+    if (!logits.empty()) host_logits_.resize(static_cast<size_t>(S * V));  // the scores asked for (tests)
+    score(cur, normed, ids, logits.empty() ? std::span<float>() : std::span<float>(host_logits_));
     for (int64_t s = 0; s < S; ++s) {
       drafts[static_cast<size_t>(s * k + j)] = ids[static_cast<size_t>(s)];
       if (!logits.empty())

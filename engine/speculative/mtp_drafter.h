@@ -143,7 +143,7 @@ class MtpDrafter : public Drafter {
   std::unordered_map<SeqId, SeqState> seqs_;
   std::vector<int32_t> free_slots_;
   ScratchBuffers scratch_;
-  std::vector<float> host_logits_;
+  std::vector<float> host_logits_;  // propose(): the draft scores a caller asked for (tests), one step at a time
   std::vector<int32_t> query_rows_, query_positions_, query_start_;  // forward()'s newest-row queries
 };
 

@@ -1,4 +1,7 @@
 // Every CPU backend op against the plain double-precision references in ref_ops.h, for every backend config.
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "tests/backend/ref_ops.h"
@@ -85,6 +88,53 @@ TEST_P(BackendOps, EmbeddingAndGatherRows) {
   HostTensor y({1, 24});
   const std::vector<int32_t> bad{50};
   EXPECT_THROW(be->embedding(y.view(), table.view(), bad), Error);
+}
+
+// argmax_rows is std::max_element per row: the first maximum, NaN passed over unless it is the first element.
+// The expected indices below are written from that definition (independent of any implementation).
+TEST_P(BackendOps, ArgmaxRowsIsTheFirstMaximum) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::pair<std::vector<float>, int32_t>> cases = {
+      {{1, 3, 2}, 1},
+      {{5, 5, 5}, 0},                 // ties: the lower index
+      {{1, 4, 4, 2}, 1},
+      {{-inf, -inf, -inf}, 0},        // all masked
+      {{-inf, -2, -inf, -2}, 1},
+      {{nan, 9, 10}, 0},              // NaN first: max_element never leaves it
+      {{1, nan, 3, nan}, 2},          // NaN elsewhere: never chosen
+      {{-inf, nan, nan}, 0},
+      {{2, nan, inf, inf}, 2},
+      {{-0.0f, 0.0f}, 0},             // -0 == +0: a tie
+      {{7}, 0},
+  };
+  for (const auto& [row, want] : cases) {
+    HostTensor x({1, static_cast<int64_t>(row.size())});
+    x.values = row;
+    std::vector<int32_t> got(1, -1);
+    be->argmax_rows(got, x.view());
+    EXPECT_EQ(got[0], want) << "row of " << row.size();
+  }
+  // Rows at a stride (padding that would win, were it read) and long rows against std::max_element.
+  for (int64_t V : {1, 33, 1000, 151936}) {
+    const int64_t R = 5, stride = V + 7;
+    std::vector<float> buf(static_cast<size_t>(R * stride), 1e30f);
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    std::vector<int32_t> want(static_cast<size_t>(R));
+    for (int64_t r = 0; r < R; ++r) {
+      float* row = buf.data() + r * stride;
+      for (int64_t k = 0; k < V; ++k) row[k] = std::round(u(rng) * 4) / 4;  // coarse values: many ties
+      want[static_cast<size_t>(r)] = static_cast<int32_t>(std::max_element(row, row + V) - row);
+    }
+    std::vector<int32_t> got(static_cast<size_t>(R), -1);
+    be->argmax_rows(got, Tensor::strided(buf.data(), DType::kF32, {R, V}, {stride, 1}, Device::kCpu));
+    EXPECT_EQ(got, want) << "V=" << V;
+  }
+  HostTensor x({2, 4});
+  std::vector<int32_t> one(1);
+  EXPECT_THROW(be->argmax_rows(one, x.view()), Error);  // ids for 1 row, x has 2
+  HostTensor empty({2, 0});
+  std::vector<int32_t> two(2);
+  EXPECT_THROW(be->argmax_rows(two, empty.view()), Error);  // no element to choose
 }
 
 TEST_P(BackendOps, RmsNormPlainAndZeroCentred) {

@@ -1,6 +1,7 @@
 // The CUDA elementwise family against the CPU oracle: rms_norm (both offsets, every weight dtype, warp and block
 // rows, the forward's strided per-head q view in place), add_rms_norm, gated_rms_norm, l2_norm, add / silu_mul / sigmoid_mul
-// (strided gate, in place), partial RoPE at long positions, embedding and gather_rows (bit-exact), and the argument
+// (strided gate, in place), partial RoPE at long positions, embedding and gather_rows (bit-exact), argmax_rows (the
+// same indices, NaN / -inf / ties planted), and the argument
 // errors, which must be the CPU op's own.
 //
 // Tolerances (|got − want| <= atol + rtol·|want|, want = the CPU op):
@@ -9,6 +10,8 @@
 //   rope (same f32 angle, cos/sin in double) atol 4e-7, rtol 1e-6
 //   add, embedding, gather_rows              bit-exact
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -393,6 +396,38 @@ TEST(CudaElementwise, GatherRowsSmall) {
   }
 }
 
+// ---- argmax_rows: the CPU op's indices exactly ----
+
+TEST(CudaElementwise, ArgmaxRowsEqualsCpu) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(57);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // Both vocabularies of the seed's family, a small odd one, one element; rows at a stride; coarse values (ties
+  // across the block's threads and warps); NaN and -inf planted.
+  for (int64_t V : {1, 17, 1025, 151936, 248320}) {
+    const int64_t R = 9;
+    HostTensor x = random_tensor({R, V}, rng, -4, 4);
+    for (auto& v : x.values) v = std::round(v * 2) / 2;
+    float* row = x.values.data();
+    if (V > 3) {
+      row[0 * V + 0] = nan;                                    // row 0: NaN first -> 0
+      row[1 * V + 1] = nan, row[1 * V + V - 1] = 9;            // row 1: NaN elsewhere, max last
+      std::fill(row + 2 * V, row + 3 * V, -inf);               // row 2: all masked -> 0
+      row[3 * V + V / 2] = inf, row[3 * V + V - 2] = inf;      // row 3: the first of two +inf
+      for (int64_t k = 0; k < V; ++k) row[4 * V + k] = nan;    // row 4: all NaN -> 0
+      row[5 * V + V - 1] = 5, row[5 * V + 3] = 5;              // row 5: a tie far apart
+    }
+    Both xs(std::move(x), {V + 5, 1});
+    std::vector<int32_t> want(R, -1), got(R, -1);
+    cpu_oracle().argmax_rows(want, xs.t(false));
+    gpu().argmax_rows(got, xs.t(true));
+    EXPECT_EQ(got, want) << "V " << V;
+  }
+  std::vector<int32_t> none;
+  Both empty(HostTensor({0, 8}));
+  gpu().argmax_rows(none, empty.t(true));  // no rows: nothing to do
+}
+
 // ---- argument errors: the CPU op's own ----
 
 TEST(CudaElementwise, NormErrorsMatchCpuSmall) {
@@ -458,6 +493,9 @@ TEST(CudaElementwise, RopeEmbeddingGatherErrorsMatchCpuSmall) {
   const std::vector<int32_t> rows_hi = {0, 3, 1}, rows_ok = {2, 0, 1};
   expect_same_error("gather_rows row = T", [&](Backend& be, bool g) { be.gather_rows(y.t(g), x2.t(g), rows_hi); });
   expect_same_error("gather_rows x 3-D", [&](Backend& be, bool g) { be.gather_rows(y.t(g), x.t(g), rows_ok); });
+  std::vector<int32_t> ids2(2), ids3(3);
+  expect_same_error("argmax_rows ids size", [&](Backend& be, bool g) { be.argmax_rows(ids2, x2.t(g)); });
+  expect_same_error("argmax_rows x 3-D", [&](Backend& be, bool g) { be.argmax_rows(ids3, x.t(g)); });
   expect_same_error("gather_rows y rows", [&](Backend& be, bool g) { be.gather_rows(y.t(g), x2.t(g), pos2); });
   try {
     gpu().embedding(y.t(true), table.t(false), ids_ok);

@@ -1,5 +1,7 @@
 #include "engine/backend/checks/elementwise_checks.h"
 
+#include <cstdint>
+
 #include "engine/backend/op_checks.h"
 #include "engine/core/error.h"
 
@@ -77,6 +79,17 @@ void check_gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r] < 0 || rows[r] >= x.dim(0))
       fail(ErrorKind::kInvalidArgument, "gather_rows: row {} outside [0, {})", rows[r], x.dim(0));
+}
+
+void check_argmax_rows(std::span<const int32_t> ids, const Tensor& x, Device device) {
+  check_f32_on("argmax_rows", "x", x, device);
+  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "argmax_rows: x must be [R, V], got {}", x.describe());
+  if (x.dim(1) < 1 || x.dim(1) > INT32_MAX)
+    fail(ErrorKind::kInvalidArgument, "argmax_rows: rows of {} elements (1 to 2^31 - 1 take an int32 index), {}",
+         x.dim(1), x.describe());
+  if (static_cast<int64_t>(ids.size()) != x.dim(0))
+    fail(ErrorKind::kInvalidArgument, "argmax_rows: ids holds {} entries for the {} rows of {}", ids.size(), x.dim(0),
+         x.describe());
 }
 
 }  // namespace ninfer

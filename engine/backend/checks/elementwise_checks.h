@@ -1,4 +1,4 @@
-// Owns the argument checks of the elementwise family (norms, pointwise ops, RoPE, embedding, gather_rows) that every
+// Owns the argument checks of the elementwise family (norms, pointwise ops, RoPE, embedding, gather_rows, argmax_rows) that every
 // backend runs before computing, so the CPU and CUDA ops refuse the same arguments with the same errors.
 #pragma once
 
@@ -28,5 +28,7 @@ void check_rope(const Tensor& x, std::span<const int32_t> positions, int64_t rot
 void check_embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids, Device device);
 // gather_rows: x f32 [T, N], y f32 [R, N], rows [R] (host) each in [0, T).
 void check_gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows, Device device);
+// argmax_rows: x f32 [R, V] with 1 ≤ V < 2^31, ids [R] (host).
+void check_argmax_rows(std::span<const int32_t> ids, const Tensor& x, Device device);
 
 }  // namespace ninfer

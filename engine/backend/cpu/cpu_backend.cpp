@@ -264,5 +264,15 @@ void CpuBackend::gather_rows(const Tensor &y, const Tensor &x,
   }
 }
 
+void CpuBackend::argmax_rows(std::span<int32_t> ids, const Tensor &x) {
+  check_argmax_rows(ids, x, Device::kCpu);
+  const int64_t V = x.dim(1);
+  for (int64_t r = 0; r < x.dim(0); ++r) {
+    const float *row = row_f32(x, r);
+    ids[static_cast<size_t>(r)] =
+        static_cast<int32_t>(std::max_element(row, row + V) - row);
+  }
+}
+
 } // namespace cpu
 } // namespace ninfer

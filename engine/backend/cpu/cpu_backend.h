@@ -63,6 +63,7 @@ public:
                  std::span<const int32_t> ids) override;
   void gather_rows(const Tensor &y, const Tensor &x,
                    std::span<const int32_t> rows) override;
+  void argmax_rows(std::span<int32_t> ids, const Tensor &x) override;
 
   void rms_norm(const Tensor &y, const Tensor &x, const Tensor &w, float eps,
                 float w_offset) override;

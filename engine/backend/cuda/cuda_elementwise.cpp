@@ -13,6 +13,8 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/core/error.h"
 #include "kernels/elementwise/elementwise.h"
+#include "kernels/cuda_check.h"
+#include "kernels/sampling/sampling.h"
 
 namespace ninfer::cuda {
 
@@ -151,6 +153,19 @@ void CudaBackend::embedding(const Tensor& y, const Tensor& table, std::span<cons
 void CudaBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) {
   check_gather_rows(y, x, rows, Device::kCuda);
   gather(*this, "gather_rows", y, x, rows);
+}
+
+void CudaBackend::argmax_rows(std::span<int32_t> ids, const Tensor& x) {
+  check_argmax_rows(ids, x, Device::kCuda);
+  if (recording_)
+    fail(ErrorKind::kInvalidArgument, "argmax_rows: its answer is read back to the host, which a graph capture cannot do");
+  if (ids.empty()) return;
+  // R int32 come back instead of R rows of V floats (one row of a 248,320-token vocabulary is ~1 MB).
+  auto* dev = static_cast<int32_t*>(workspace("argmax.ids", ids.size() * sizeof(int32_t)));
+  kern::argmax_rows(stream_, rows_of(x), dev);
+  after_launch("argmax_rows");
+  NINFER_CUDA_CHECK(cudaMemcpyAsync(ids.data(), dev, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  synchronize();
 }
 
 }  // namespace ninfer::cuda

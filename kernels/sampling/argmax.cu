@@ -1,0 +1,75 @@
+// Row argmax (greedy choice over logit rows) with std::max_element's answer: the first maximum, NaN skipped unless it
+// is the row's first element.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/reduce.cuh"
+#include "kernels/sampling/sampling.h"
+
+namespace ninfer::kern {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int32_t kNone = INT32_MAX;  // a candidate slot that saw only NaN (or nothing)
+
+struct Best {
+  float v;
+  int32_t i;
+};
+
+// The better of two candidates: a real one over kNone, the larger value, on equal values the lower index. NaN values
+// never enter a candidate, so this order is total and the reduction's shape does not change the answer.
+__device__ __forceinline__ Best better(Best a, Best b) {
+  if (b.i == kNone) return a;
+  if (a.i == kNone) return b;
+  if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
+  return a;
+}
+
+__device__ __forceinline__ Best warp_best(Best c) {
+#pragma unroll
+  for (int o = kWarpSize / 2; o > 0; o >>= 1) {
+    Best other;
+    other.v = __shfl_xor_sync(0xffffffffu, c.v, o);
+    other.i = __shfl_xor_sync(0xffffffffu, c.i, o);
+    c = better(c, other);
+  }
+  return c;
+}
+
+// grid (rows), block kThreads: thread t scans elements t, t + kThreads, … of its row (coalesced), then the block
+// reduces. x[0] NaN: std::max_element never moves off index 0, so the answer is 0.
+__global__ void __launch_bounds__(kThreads) argmax_kernel(Rows x, int32_t* ids) {
+  const int64_t r = blockIdx.x;
+  const float* row = static_cast<const float*>(x.data) + x.row_offset(r);
+  Best c{0.0f, kNone};
+  for (int64_t k = threadIdx.x; k < x.n; k += kThreads) {
+    const float v = row[k];
+    if (v != v) continue;  // NaN
+    if (c.i == kNone || v > c.v) c = Best{v, static_cast<int32_t>(k)};  // k rises: the first of equal values stays
+  }
+  c = warp_best(c);
+  __shared__ float sv[kThreads / kWarpSize];
+  __shared__ int32_t si[kThreads / kWarpSize];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  if (lane == 0) sv[warp] = c.v, si[warp] = c.i;
+  __syncthreads();
+  if (warp == 0) {
+    c = lane < kThreads / kWarpSize ? Best{sv[lane], si[lane]} : Best{0.0f, kNone};
+    c = warp_best(c);
+    if (lane == 0) {
+      const float first = row[0];
+      ids[r] = (first != first || c.i == kNone) ? 0 : c.i;
+    }
+  }
+}
+
+}  // namespace
+
+void argmax_rows(cudaStream_t stream, const Rows& x, int32_t* ids) {
+  if (x.rows == 0) return;
+  argmax_kernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream>>>(x, ids);
+}
+
+}  // namespace ninfer::kern

@@ -1,0 +1,17 @@
+// Owns the launchers of the sampling family (kernels/sampling/*.cu): reductions over logit rows that let the host
+// read a choice instead of a whole row. Arguments are already checked by the caller; every pointer is device memory
+// and every launch is asynchronous on `stream`.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/kview.h"
+
+namespace ninfer::kern {
+
+// ids[r] = the index of the maximum of row r of x (f32 [rows, n], 2-D Rows, n < 2^31): the first maximum (ties go to
+// the lower index) and a NaN never one unless at index 0, as std::max_element over the row (the CPU op). One block
+// per row.
+void argmax_rows(cudaStream_t stream, const Rows& x, int32_t* ids);
+
+}  // namespace ninfer::kern
