@@ -1,6 +1,12 @@
 // The AVX512-BF16 kernel of the bf16-activation linear (bf16_linear.h): register tiles of up to 4 activation rows
 // × 4 weight rows, one vdpbf16ps per pair per 32 k. Every function carries a target attribute and runs only after
 // the runtime CPU check in bf16_dot_avx512().
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge operand of their masked builtins and then
+// warn about it wherever they are inlined (avx512fintrin.h); nothing in this file reads such a value.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "engine/backend/cpu/bf16_linear.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -59,13 +59,11 @@ const Nvfp4Kernels *pick_nvfp4_kernels(CpuSimd simd, bool legacy) {
   case CpuSimd::kAuto:
     break;
   }
-  if (legacy)
-    return nvfp4_avx512_4x1_kernels() ? nvfp4_avx512_4x1_kernels() : avx2;
-  if (const Nvfp4Kernels *k = nvfp4_avx512_vbmi_kernels())
-    return k;
-  if (const Nvfp4Kernels *k = nvfp4_avx512_kernels())
-    return k;
-  return avx2;
+  const Nvfp4Kernels *avx512 =
+      legacy ? nvfp4_avx512_4x1_kernels() : nvfp4_avx512_vbmi_kernels();
+  if (!avx512 && !legacy)
+    avx512 = nvfp4_avx512_kernels();
+  return avx512 ? avx512 : avx2;
 }
 
 int pick_threads(int requested) {

@@ -3,6 +3,12 @@
 // nvfp4_avx512_vbmi_kernels() (nvfp4_avx512.cpp), which calls it only after the
 // runtime CPU check. Same terms in the same order as the VNNI build: the same
 // bits.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge operand of their masked builtins and then
+// warn about it wherever they are inlined (avx512fintrin.h); nothing in this file reads such a value.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <algorithm>
 #include <array>
 #include <utility>
