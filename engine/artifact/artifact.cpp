@@ -158,6 +158,8 @@ void Artifact::parse_metadata() {
     meta_ = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     fail_at(meta_offset_ + e.byte, fmt::format("metadata is not valid JSON: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number beyond a double (1e400)
+    fail_at(meta_offset_, fmt::format("metadata is not valid JSON: {}", e.what()));
   }
   if (!meta_.is_object() || !meta_.contains("tensors") || !meta_["tensors"].is_array())
     fail_at(meta_offset_, "metadata has no \"tensors\" array");

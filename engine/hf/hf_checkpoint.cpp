@@ -30,6 +30,8 @@ nlohmann::json parse_json_file(const fs::path& p, const std::string& text) {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     fail(ErrorKind::kCorrupt, "{}: invalid JSON (at byte offset {}): {}", path_to_utf8(p), e.byte, e.what());
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number beyond a double (1e400)
+    fail(ErrorKind::kCorrupt, "{}: invalid JSON: {}", path_to_utf8(p), e.what());
   }
 }
 

@@ -72,6 +72,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& utf8_path) {
     header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     fail(ErrorKind::kCorrupt, "{}: header is not valid JSON (at byte offset {}): {}", utf8_path, 8 + e.byte, e.what());
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number beyond a double (1e400)
+    fail(ErrorKind::kCorrupt, "{}: header is not valid JSON (header at byte offset 8): {}", utf8_path, e.what());
   }
   if (!header.is_object()) fail(ErrorKind::kCorrupt, "{}: header is not a JSON object (at byte offset 8)", utf8_path);
 

@@ -45,7 +45,7 @@ void add_file(const fs::path& p, std::vector<std::string>& docs) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
       fail(ErrorKind::kCorrupt, "{}: line {}: invalid JSON: {}", path_to_utf8(p), n, e.what());
     }
     if (!j.is_object() || !j.contains("text") || !j["text"].is_string())

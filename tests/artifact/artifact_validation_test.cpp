@@ -127,6 +127,18 @@ TEST_F(ArtifactValidation, MetadataNotJson) {
   expect_open_error({"not valid JSON"});
 }
 
+TEST_F(ArtifactValidation, MetadataNumberBeyondADouble) {
+  patch_metadata(path_, [](nlohmann::json& m) { m["x"] = 12345; });
+  std::string raw = testing::read_file(path_);
+  uint64_t n = get_u64(raw, af::kOffMetaBytes);
+  const size_t at = raw.find("12345", af::kHeaderBytes);
+  ASSERT_NE(at, std::string::npos);
+  raw.replace(at, 5, "1e400");  // nlohmann throws out_of_range here, not parse_error
+  set_u64(raw, af::kOffMetaChecksum, checksum64(std::as_bytes(std::span(raw.data() + af::kHeaderBytes, n))));
+  testing::write_file(path_, raw);
+  expect_open_error({"not valid JSON", "number overflow"});
+}
+
 TEST_F(ArtifactValidation, TensorOutOfBounds) {
   patch_metadata(path_, [](nlohmann::json& m) { m["tensors"][2]["offset"] = 1u << 20; });
   expect_open_error({"tensor 't2'", "outside", "data region"});

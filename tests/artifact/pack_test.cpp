@@ -168,6 +168,8 @@ TEST_F(Pack, InvalidConfigAndBadSafetensorsFail) {
   testing::write_hf_dir(path_from_utf8(hf_), config_, tensors_);
   testing::write_file(hf_ + "/config.json", "{\"vocab_size\": ");
   EXPECT_NE(pack_error().find("config.json: invalid JSON"), std::string::npos);
+  testing::write_file(hf_ + "/config.json", "{\"vocab_size\": 1e400}");  // out_of_range, not parse_error
+  EXPECT_NE(pack_error().find("config.json: invalid JSON"), std::string::npos);
   testing::write_hf_dir(path_from_utf8(hf_), config_, tensors_);
   std::string st = testing::read_file(hf_ + "/model.safetensors");
   st[7] = '\x7f';  // header length far past the end
