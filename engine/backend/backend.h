@@ -173,6 +173,10 @@ public:
   // waits for its stream, so not inside a graph capture). For greedy choices
   // without bringing whole logit rows to the host.
   virtual void argmax_rows(std::span<int32_t> ids, const Tensor &x) = 0;
+  // x[r, c] = −inf wherever allowed[c] == 0, in place (the ids a model may
+  // not produce: padded vocabulary rows). x [R, V] f32 (rows at any stride);
+  // allowed i8 [V], contiguous, on this backend's device.
+  virtual void mask_columns(const Tensor &x, const Tensor &allowed) = 0;
 
   // ---- elementwise / normalisation (shapes [..., N], any leading dims, in
   // place ok) ---- y = x · rsqrt(mean(x²) + eps) · (w + w_offset) over the last

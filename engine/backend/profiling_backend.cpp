@@ -91,6 +91,10 @@ void ProfilingBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<c
   timed("gather_rows", 0, [&] { inner_->gather_rows(y, x, rows); });
 }
 
+void ProfilingBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
+  timed("mask_columns", 0, [&] { inner_->mask_columns(x, allowed); });
+}
+
 void ProfilingBackend::argmax_rows(std::span<int32_t> ids, const Tensor& x) {
   timed("argmax_rows", 0, [&] { inner_->argmax_rows(ids, x); });
 }

@@ -25,6 +25,16 @@ struct ForwardBatch {
   std::span<const int32_t> checkpoint_slot = {};
 };
 
+// What a forward hands back of its logit rows (ForwardBatch::logit_rows, R of them): exactly one of
+//  - `rows`: the rows themselves, host f32 [R, vocab];
+//  - `argmax`: each row's greedy choice alone, host [R] (Backend::argmax_rows: the first maximum), so 4 bytes per row
+//    leave a device instead of a row of the head's width (~1 MB at a 248,320-token vocabulary).
+// Either way the columns the model may not produce (Model::set_output_mask) are −inf first.
+struct LogitsOut {
+  std::span<float> rows = {};
+  std::span<int32_t> argmax = {};
+};
+
 // Which target activations a drafter is conditioned on (engine/speculative/drafter.h). Per token row the engine hands over, concatenated in
 // this order: the output of each decoder layer in `layers` (the residual stream x after that layer, [H] each),
 // then, when `final_hidden`, the hidden state after the target's final norm (the row lm_head reads, [H]).

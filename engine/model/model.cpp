@@ -17,15 +17,34 @@ Model::Model(const ModelConfig& config, ModelWeights weights, Backend& backend, 
       norm_offset_(config.arch == Architecture::kQwen3_5 ? 1.0f : 0.0f),
       scratch_(backend) {}
 
-void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
+void Model::set_output_mask(std::span<const uint8_t> allowed) {
+  output_mask_buffer_ = {};
+  output_mask_ = {};
+  if (allowed.empty()) return;
+  if (static_cast<int64_t>(allowed.size()) != config_.vocab_size)
+    fail(ErrorKind::kInvalidArgument, "output mask: {} flags for a vocabulary of {}", allowed.size(), config_.vocab_size);
+  std::vector<int8_t> flags(allowed.size());
+  for (size_t i = 0; i < allowed.size(); ++i) flags[i] = allowed[i] != 0 ? 1 : 0;
+  output_mask_buffer_ = backend_.alloc(flags.size());
+  output_mask_ = Tensor::make(output_mask_buffer_.data(), DType::kI8, {config_.vocab_size}, backend_.device());
+  backend_.copy(output_mask_, Tensor::make(flags.data(), DType::kI8, {config_.vocab_size}, Device::kCpu));
+  backend_.synchronize();  // `flags` goes out of scope
+}
+
+void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const LogitsOut& out,
                     const FeatureCapture& capture) {
   const ModelConfig& c = config_;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
   if (T == 0) fail(ErrorKind::kInvalidArgument, "forward over an empty batch");
-  if (static_cast<int64_t>(logits.size()) != R * c.vocab_size)
+  if (out.rows.empty() == out.argmax.empty() && R > 0)
+    fail(ErrorKind::kInvalidArgument, "forward: asks for {} the logit rows and their argmax",
+         out.rows.empty() ? "neither" : "both");
+  if (!out.rows.empty() && static_cast<int64_t>(out.rows.size()) != R * c.vocab_size)
     fail(ErrorKind::kInvalidArgument, "forward: logits span holds {} floats, {} rows × vocab {} need {}",
-         logits.size(), R, c.vocab_size, R * c.vocab_size);
+         out.rows.size(), R, c.vocab_size, R * c.vocab_size);
+  if (!out.argmax.empty() && static_cast<int64_t>(out.argmax.size()) != R)
+    fail(ErrorKind::kInvalidArgument, "forward: argmax span holds {} ids for {} logit rows", out.argmax.size(), R);
 
   const int64_t H = c.hidden_size;
   const bool capturing = capture.active();
@@ -46,8 +65,10 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
     graph->replay();
   else
     run_body(batch);
-  backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu),
-                scratch_.get("logits", {R, c.vocab_size}));
+  const Tensor logits = scratch_.get("logits", {R, c.vocab_size});
+  if (output_mask_.data != nullptr) backend_.mask_columns(logits, output_mask_);
+  if (!out.argmax.empty()) backend_.argmax_rows(out.argmax, logits);
+  else backend_.copy(Tensor::make(out.rows.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), logits);
   if (capturing)
     backend_.copy(Tensor::make(capture.out.data(), DType::kF32, {T, W}, Device::kCpu), scratch_.get("features", {T, W}));
   backend_.synchronize();

@@ -29,7 +29,17 @@ class Model {
   // and stores the logits of batch.logit_rows into `logits` (host, row-major [R, vocab]). With an active
   // `capture`, also writes every row's features (FeatureCapture); the final norm then runs over all rows.
   void forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
+               const FeatureCapture& capture = {}) {
+    forward(batch, kv, state, LogitsOut{.rows = logits}, capture);
+  }
+  // The same, handing back the logit rows or only their argmax (LogitsOut).
+  void forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const LogitsOut& out,
                const FeatureCapture& capture = {});
+
+  // The ids the model may produce: vocab_size flags, 0 for an id it may not (a padded embedding row); empty = every
+  // id. The forward sets the others' logits to −inf on the backend before they are copied out or reduced to their
+  // argmax (Backend::mask_columns).
+  void set_output_mask(std::span<const uint8_t> allowed);
 
   // Op graphs for decode and verification steps (docs/cuda-graphs.md): on a backend that records them, with
   // collectives that may be recorded; otherwise the forward stays eager and the log says why. Off by default.
@@ -60,6 +70,8 @@ class Model {
   float norm_offset_;  // 1 for Qwen3.5's zero-centred (1 + w) RMSNorm, 0 for Qwen3's plain w
   ScratchBuffers scratch_;  // a reusable activation buffer per name, grown on demand
   std::unique_ptr<StepGraphs> graphs_;  // null: every step runs eagerly
+  Buffer output_mask_buffer_;           // set_output_mask's flags on the backend (i8 [vocab]); empty: none
+  Tensor output_mask_;
 };
 
 }  // namespace ninfer

@@ -109,7 +109,7 @@ void RemoteRanks::queue(const DrafterOp& op) {
 }
 
 void RemoteRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
-                          std::span<float> logits, const FeatureCapture& capture) {
+                          const LogitsOut& logits, const FeatureCapture& capture) {
   lockstep(StepMessage::forward(batch, {}), [&] {
     failpoint("tp.leader_forward");
     leader.forward(batch, kv, state, logits, capture);

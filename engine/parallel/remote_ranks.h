@@ -49,7 +49,7 @@ class RemoteRanks final : public TpFollowers, private StateMirror {
   // Sends the step (with the pending state operations), then runs rank 0's forward; the followers run theirs in
   // lockstep, meeting rank 0 in the forward's collectives. A lost peer throws Error(kIo), and the group is broken from
   // then on: every later call fails at once with the first loss's message.
-  void forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
+  void forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const LogitsOut& logits,
                const FeatureCapture& capture) override;
   // Rank 0's state operations are recorded and sent to the followers with the next step.
   void mirror_state(LinearStateCache& leader) override { leader.mirror_to(static_cast<StateMirror&>(*this)); }

@@ -23,7 +23,7 @@ class TpFollowers {
   // Runs leader.forward(batch, kv, state, logits, capture) on rank 0 while every other rank runs the same batch on
   // its own model, KV cache and state, meeting rank 0 in the forward's collectives; returns when rank 0's is done.
   virtual void forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
-                       std::span<float> logits, const FeatureCapture& capture) = 0;
+                       const LogitsOut& logits, const FeatureCapture& capture) = 0;
   // Makes every GDN state operation of rank 0's `leader` (zeroing an acquired slot, copy_slot) also happen on every
   // other rank's state, before that rank's next forward. Call once, with rank 0's state built with the group's rows.
   virtual void mirror_state(LinearStateCache& leader) = 0;

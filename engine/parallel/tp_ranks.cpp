@@ -122,7 +122,7 @@ void TpRanks::run(const std::function<void(int rank)>& job) {
 }
 
 void TpRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
-                      std::span<float> logits, const FeatureCapture& capture) {
+                      const LogitsOut& logits, const FeatureCapture& capture) {
   run([&](int rank) {
     if (rank == 0) return leader.forward(batch, kv, state, logits, capture);
     followers_[static_cast<size_t>(rank - 1)]->replica->forward(batch);

@@ -61,7 +61,7 @@ class TpRanks final : public TpFollowers {
   void run(const std::function<void(int rank)>& job);
   // run() of one forward: leader.forward(batch, kv, state, logits, capture) on rank 0, the same batch (host spans,
   // read by all) on every follower's own model, KV and state tensors.
-  void forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, std::span<float> logits,
+  void forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const LogitsOut& logits,
                const FeatureCapture& capture) override;
   // Makes every GDN state operation of rank 0's `leader` (zeroing an acquired slot, copy_slot: prefix-cache
   // snapshots) also apply to every follower's state (LinearStateCache::mirror_to; adopting a speculative checkpoint

@@ -61,9 +61,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
     if (static_cast<int64_t>(options_.output_ids.size()) != config_.vocab_size)
       fail(ErrorKind::kInvalidArgument, "engine options: output_ids has {} flags but the model's vocab_size is {}",
            options_.output_ids.size(), config_.vocab_size);
-    for (int32_t id = 0; id < config_.vocab_size; ++id)
-      if (!options_.output_ids[static_cast<size_t>(id)]) masked_ids_.push_back(id);
-    if (static_cast<int64_t>(masked_ids_.size()) == config_.vocab_size)
+    if (std::count(options_.output_ids.begin(), options_.output_ids.end(), uint8_t{0}) == config_.vocab_size)
       fail(ErrorKind::kInvalidArgument, "engine options: output_ids allows no id at all");
   }
   const int tp = options_.tp;
@@ -135,6 +133,7 @@ Engine::Engine(const Artifact& artifact, const ModelConfig& config, const Engine
     model_ = std::make_unique<Model>(config_, placed(ModelWeights::bind(artifact, config_), *weights_, "model"), *backend_);
   }
   model_->enable_step_graphs(options_.step_graphs);
+  model_->set_output_mask(options_.output_ids);  // masked on the backend, before logits or argmax leave it
   if (weights_->on_device())
     spdlog::info("weights uploaded to the device: {:.1f} MiB in {:.2f} s", double(weights_->device_bytes()) / (1 << 20),
                  seconds(upload_start, Clock::now()));
@@ -295,10 +294,6 @@ void Engine::finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::str
   }
 }
 
-void Engine::mask(std::span<float> logits) const {
-  for (int32_t id : masked_ids_) logits[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
-}
-
 std::optional<std::string> Engine::deliver(Sequence& seq, std::span<const OutputToken> tokens) {
   try {
     seq.observer->on_tokens(tokens);
@@ -385,7 +380,7 @@ void Engine::draft(const std::vector<ScheduledChunk>& plan) {
 }
 
 std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std::span<const float> logits,
-                                                 std::vector<OutputToken>& out) {
+                                                 std::span<const int32_t> argmax, std::vector<OutputToken>& out) {
   const std::span<const int32_t> block = spec_->block(static_cast<size_t>(block_of_[chunk]));
   const int32_t k = static_cast<int32_t>(block.size()) - 1;
   const size_t V = static_cast<size_t>(config_.vocab_size);
@@ -393,10 +388,16 @@ std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std:
   std::optional<FinishReason> reason;
   int32_t rows = 0, accepted = 0;  // committed rows of the block, accepted drafts
   for (int32_t j = 0; j <= k; ++j) {
-    std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(j) * V), V, row_.begin());
-    mask(row_);
     bool ok = false, forced = false;
-    const SampledToken tok = j < k ? s.sampler->verify(row_, block[static_cast<size_t>(j) + 1], ok) : s.sampler->sample(row_);
+    const int32_t draft = j < k ? block[static_cast<size_t>(j) + 1] : -1;
+    SampledToken tok;
+    if (!argmax.empty()) {
+      const int32_t best = argmax[static_cast<size_t>(j)];
+      tok = j < k ? s.sampler->verify_argmax(best, draft, ok) : s.sampler->take_argmax(best);
+    } else {
+      std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(j) * V), V, row_.begin());
+      tok = j < k ? s.sampler->verify(row_, draft, ok) : s.sampler->sample(row_);
+    }
     ++rows;
     accepted += ok ? 1 : 0;
     reason = commit(s, tok, out, forced);
@@ -436,6 +437,7 @@ void Engine::step() {
   }
   const auto now = Clock::now();
   std::span<const float> logits;
+  std::span<const int32_t> argmax;  // instead of logits when every row the step samples from is a plain greedy choice
   try {
     failpoint("engine.step");
     draft(plan);
@@ -453,7 +455,13 @@ void Engine::step() {
       }
       steps_.push_back(st);
     }
-    logits = runner_->step(steps_, spec_ ? &spec_->features() : nullptr);
+    const FeatureSpec* capture = spec_ ? &spec_->features() : nullptr;
+    if (argmax_suffices(plan)) {
+      argmax = runner_->step_argmax(steps_, capture);
+      argmax_rows_ += static_cast<int64_t>(argmax.size());
+    } else {
+      logits = runner_->step(steps_, capture);
+    }
   } catch (const std::exception& e) {
     spdlog::error("engine step failed: {}", e.what());
     for (auto& c : plan) finish(scheduler_->remove(c.seq->id), FinishReason::kError, e.what());
@@ -467,23 +475,27 @@ void Engine::step() {
     Sequence& s = *plan[i].seq;
     const int64_t begin = plan[i].begin;
     const size_t nrows = steps_[i].all_logits ? steps_[i].tokens.size() : 1;
-    const std::span<const float> rows = logits.subspan(logit_row * V, nrows * V);
+    const std::span<const float> rows = logits.empty() ? logits : logits.subspan(logit_row * V, nrows * V);
+    const std::span<const int32_t> ids = argmax.empty() ? argmax : argmax.subspan(logit_row, nrows);
     logit_row += nrows;
     std::optional<FinishReason> reason;
     std::vector<OutputToken> out;
     std::string sampling_failed;  // a request's constraint refused a token: that request ends, the others go on
     try {
       if (block_of_[i] >= 0) {
-        reason = commit_block(s, i, rows, out);
+        reason = commit_block(s, i, rows, ids, out);
       } else {
         s.computed = plan[i].end;
         if (prefix_) note_progress(s, begin);
         if (!s.prefilling()) {  // a prompt chunk that does not finish the prompt has nothing to sample
           if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
-          std::copy_n(rows.begin(), V, row_.begin());
-          mask(row_);
           bool forced = false;
-          reason = commit(s, s.sampler->sample(row_), out, forced);
+          if (!ids.empty()) {
+            reason = commit(s, s.sampler->take_argmax(ids[0]), out, forced);
+          } else {
+            std::copy_n(rows.begin(), V, row_.begin());
+            reason = commit(s, s.sampler->sample(row_), out, forced);
+          }
         }
       }
     } catch (const std::exception& e) {
@@ -565,6 +577,16 @@ void Engine::keep_prefix(const Sequence& s) {
   }
 }
 
+bool Engine::argmax_suffices(const std::vector<ScheduledChunk>& plan) const {
+  if (!options_.backend_argmax) return false;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Sequence& s = *plan[i].seq;
+    const bool samples = block_of_[i] >= 0 || plan[i].end >= s.prompt_len;  // a verify block, or a row after the prompt
+    if (samples && !s.sampler->plain_greedy()) return false;
+  }
+  return true;
+}
+
 void Engine::publish_stats() {
   std::lock_guard lock(mu_);
   if (prefix_) stats_.prefix = prefix_->stats();
@@ -574,6 +596,7 @@ void Engine::publish_stats() {
   stats_.passed_over = scheduler_->passed_over();
   stats_.kv_blocks_allocated = runner_->kv().used_blocks();
   stats_.spec = spec_totals_;
+  stats_.argmax_rows = argmax_rows_;
   if (const StepGraphStats* g = model_->step_graph_stats()) stats_.step_graphs = *g;
 }
 

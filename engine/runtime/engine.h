@@ -77,6 +77,10 @@ struct EngineOptions {
   // sampling and speculative verification, so they are never produced nor listed in logprobs; prompts holding them
   // are refused.
   std::vector<uint8_t> output_ids = {};
+  // Steps whose every sampled row is a plain greedy choice (no logprobs, logit_bias, penalties or constraint) take
+  // the rows' argmax on the backend and bring back only the ids (Backend::argmax_rows); off: every row comes back
+  // whole and the host chooses. The same tokens either way.
+  bool backend_argmax = true;
 };
 
 // The limits the engine builds its drafter with, for a context of max_context tokens (the memory plan asks for other
@@ -100,6 +104,9 @@ struct EngineStats {
   // worker while other requests could run (docs/constrained-decoding.md).
   int64_t passed_over = 0;
   SpecStats spec;               // speculative decoding totals since the engine started (all zero without a drafter)
+  // Logit rows whose greedy choice the backend made, handing back the id alone instead of the row
+  // (EngineOptions::backend_argmax), since the engine started.
+  int64_t argmax_rows = 0;
   PrefixCacheStats prefix;      // all zero without prefix reuse
   StepGraphStats step_graphs;   // rank 0's op graphs (all zero with step_graphs off or unsupported)
 };
@@ -137,8 +144,9 @@ class Engine {
   void publish_stats();  // engine thread: copies the scheduler's counts into stats_
   void finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error = {});
   void append_output(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out, bool forced);
-  // Sets the logits of the ids the model may not produce (EngineOptions::output_ids) to −inf.
-  void mask(std::span<float> logits) const;
+  // Whether every row the step of `plan` samples from is a plain greedy choice (Sampler::plain_greedy), so the backend
+  // may hand back the rows' argmax instead of the rows (EngineOptions::backend_argmax).
+  bool argmax_suffices(const std::vector<ScheduledChunk>& plan) const;
   // Hands tokens to the request's observer; whatever it throws ends that request alone: returns the error then.
   std::optional<std::string> deliver(Sequence& seq, std::span<const OutputToken> tokens);
   // Appends a sampled token, then whatever the controller forces after it (setting `forced`), as plain decode does;
@@ -149,8 +157,9 @@ class Engine {
   void draft(const std::vector<ScheduledChunk>& plan);
   // Commits the verified block of plan entry `chunk` from its logits rows, rolls KV and GDN state back to the
   // committed rows, and returns why the sequence ends, if it does.
+  // The rows come as logits, or (plain greedy) as their argmax ids: the other span is empty.
   std::optional<FinishReason> commit_block(Sequence& s, size_t chunk, std::span<const float> logits,
-                                           std::vector<OutputToken>& out);
+                                           std::span<const int32_t> argmax, std::vector<OutputToken>& out);
   // Prefix reuse: at admission, start `s` from the longest cached prefix of its prompt; after a step that brought
   // `s` from `begin` to s.computed, record what the cache should keep; when `s` ends, hand its blocks to the cache.
   void reuse_prefix(Sequence& s);
@@ -176,7 +185,7 @@ class Engine {
   std::vector<float> row_;
   std::vector<DraftRequest> draft_reqs_;
   std::vector<int32_t> block_of_;  // per plan entry: index of its drafted block, −1 = plain decode / prefill
-  std::vector<int32_t> masked_ids_;  // the ids EngineOptions::output_ids rules out
+  int64_t argmax_rows_ = 0;          // EngineStats::argmax_rows
   SpecStats spec_totals_;
 
   mutable std::mutex mu_;

@@ -7,6 +7,16 @@
 namespace ninfer {
 
 std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, const FeatureSpec* capture) {
+  run(steps, capture, false);
+  return logits_;
+}
+
+std::span<const int32_t> ModelRunner::step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture) {
+  run(steps, capture, true);
+  return argmax_;
+}
+
+void ModelRunner::run(std::span<const SequenceStep> steps, const FeatureSpec* capture, bool want_argmax) {
   if (steps.empty()) fail(ErrorKind::kInvalidArgument, "model step without sequences");
   bool any_checkpoint = false;
   for (const auto& s : steps) {
@@ -44,7 +54,14 @@ std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, co
     table_.resize(table_.size() + static_cast<size_t>(max_blocks) - blocks.size(), 0);
   }
   ForwardBatch batch{tokens_, positions_, q_start_, seq_len_, slots_, table_, max_blocks, kv_slots_, rows_, checkpoints_};
-  logits_.resize(rows_.size() * static_cast<size_t>(model_.config().vocab_size));
+  LogitsOut out;
+  if (want_argmax) {
+    argmax_.resize(rows_.size());
+    out.argmax = argmax_;
+  } else {
+    logits_.resize(rows_.size() * static_cast<size_t>(model_.config().vocab_size));
+    out.rows = logits_;
+  }
   FeatureCapture cap;
   if (capture != nullptr && !capture->empty()) {
     features_.resize(tokens_.size() * static_cast<size_t>(capture->width(model_.config().hidden_size)));
@@ -52,9 +69,8 @@ std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, co
   } else {
     features_.clear();
   }
-  if (ranks_) ranks_->forward(model_, batch, kv_, state_, logits_, cap);
-  else model_.forward(batch, kv_, state_, logits_, cap);
-  return logits_;
+  if (ranks_) ranks_->forward(model_, batch, kv_, state_, out, cap);
+  else model_.forward(batch, kv_, state_, out, cap);
 }
 
 }  // namespace ninfer

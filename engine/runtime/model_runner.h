@@ -35,6 +35,8 @@ class ModelRunner {
   // runs one forward, and returns the requested logits, row-major [rows, vocab], in step order. With a non-empty
   // `capture`, every token row's features are kept for features() / row_start().
   std::span<const float> step(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr);
+  // The same step, returning only each requested logit row's argmax (greedy choices made on the backend, LogitsOut).
+  std::span<const int32_t> step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr);
 
   // The last step's features, host f32 [T, capture.width(H)] over all its token rows (empty without capture).
   std::span<const float> features() const { return features_; }
@@ -42,10 +44,15 @@ class ModelRunner {
   int32_t row_start(size_t i) const { return q_start_[i]; }
 
   Model& model() { return model_; }
+  // Rows of the last step's logits (or argmax ids).
+  size_t logit_rows() const { return rows_.size(); }
   KvCache& kv() { return kv_; }
   LinearStateCache& state() { return state_; }
 
  private:
+  // Packs the batch (reserving KV first) and runs the forward, handing back what `want_argmax` asks for.
+  void run(std::span<const SequenceStep> steps, const FeatureSpec* capture, bool want_argmax);
+
   Model& model_;
   KvCache& kv_;
   LinearStateCache& state_;
@@ -53,6 +60,7 @@ class ModelRunner {
   // Reused between steps so a decode step allocates nothing.
   std::vector<int32_t> tokens_, positions_, q_start_, seq_len_, slots_, table_, kv_slots_, rows_, checkpoints_;
   std::vector<float> logits_, features_;
+  std::vector<int32_t> argmax_;
 };
 
 }  // namespace ninfer

@@ -140,6 +140,24 @@ SampledToken Sampler::finish(int32_t id) {
   return out;
 }
 
+bool Sampler::plain_greedy() const {
+  const SamplingParams& p = params_;
+  return (p.greedy || p.temperature <= 0.0f) && !p.logprobs && p.top_logprobs == 0 && p.logit_bias.empty() &&
+         p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f && p.repetition_penalty == 1.0f &&
+         constraint_ == nullptr;
+}
+
+SampledToken Sampler::take_argmax(int32_t argmax) {
+  if (!plain_greedy()) fail(ErrorKind::kInternal, "take_argmax on a sampler that is not plain greedy");
+  return finish(argmax);
+}
+
+SampledToken Sampler::verify_argmax(int32_t argmax, int32_t draft, bool& accepted) {
+  if (!plain_greedy()) fail(ErrorKind::kInternal, "verify_argmax on a sampler that is not plain greedy");
+  accepted = argmax == draft;
+  return finish(argmax);
+}
+
 SampledToken Sampler::sample(std::span<float> logits) {
   keep_raw(logits);
   const TokenDist d = distribution(logits);

@@ -55,6 +55,15 @@ class Sampler {
   SampledToken verify(std::span<float> logits, int32_t draft, bool& accepted);
   // Records a token that was appended without sampling (a forced token), for the penalties.
   void observe(int32_t id);
+
+  // Greedy with nothing between the model's logits and the argmax: no logprobs, logit_bias, penalties or constraint.
+  // Such a sampler's choice is the masked logit row's first maximum, which the backend can make (Backend::argmax_rows)
+  // without the row leaving it: then take_argmax / verify_argmax stand for sample / verify.
+  bool plain_greedy() const;
+  // sample() for a plain-greedy sampler, given the row's argmax.
+  SampledToken take_argmax(int32_t argmax);
+  // verify() for a plain-greedy sampler, given the row's argmax: the draft is accepted iff it is the argmax.
+  SampledToken verify_argmax(int32_t argmax, int32_t draft, bool& accepted);
   // The distribution sample() draws from for these logits (modified in place): the constraint's mask, logit_bias, penalties, then temperature,
   // top-k, min-p, top-p. Greedy: the argmax alone. Valid until the next call on this sampler.
   TokenDist distribution(std::span<float> logits);

@@ -14,4 +14,7 @@ namespace ninfer::kern {
 // per row.
 void argmax_rows(cudaStream_t stream, const Rows& x, int32_t* ids);
 
+// x[r, c] = -inf wherever allowed[c] == 0, in place (x f32 [rows, n], allowed [n]).
+void mask_columns(cudaStream_t stream, const Rows& x, const int8_t* allowed);
+
 }  // namespace ninfer::kern

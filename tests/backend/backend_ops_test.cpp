@@ -1,5 +1,6 @@
 // Every CPU backend op against the plain double-precision references in ref_ops.h, for every backend config.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -135,6 +136,35 @@ TEST_P(BackendOps, ArgmaxRowsIsTheFirstMaximum) {
   HostTensor empty({2, 0});
   std::vector<int32_t> two(2);
   EXPECT_THROW(be->argmax_rows(two, empty.view()), Error);  // no element to choose
+}
+
+// mask_columns sets the disallowed columns of every row to -inf and leaves every other element's bits alone (NaN and
+// +inf included), rows at a stride with their padding untouched.
+TEST_P(BackendOps, MaskColumnsSetsTheDisallowedToMinusInfinity) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const int64_t R = 3, V = 6, stride = 8;
+  std::vector<float> buf = {1, nan, 3, inf, -2, 0.5f, 77, 77,  //
+                            nan, 2, -inf, 4, 5, -0.0f, 77, 77,  //
+                            9, 8, 7, 6, 5, 4, 77, 77};
+  const std::vector<int8_t> allowed = {1, 0, 1, 0, 1, 0};
+  be->mask_columns(Tensor::strided(buf.data(), DType::kF32, {R, V}, {stride, 1}, Device::kCpu),
+                   Tensor::make(const_cast<int8_t*>(allowed.data()), DType::kI8, {V}, Device::kCpu));
+  const std::vector<float> want = {1, -inf, 3, -inf, -2, -inf, 77, 77,  //
+                                   nan, -inf, -inf, -inf, 5, -inf, 77, 77,  //
+                                   9, -inf, 7, -inf, 5, -inf, 77, 77};
+  for (size_t i = 0; i < buf.size(); ++i) {
+    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(buf[i])) << i;
+    else EXPECT_EQ(std::bit_cast<uint32_t>(buf[i]), std::bit_cast<uint32_t>(want[i])) << i;
+  }
+  // With the masked columns at -inf, argmax_rows picks among the allowed ones.
+  std::vector<int32_t> ids(3, -1);
+  be->argmax_rows(ids, Tensor::strided(buf.data(), DType::kF32, {R, V}, {stride, 1}, Device::kCpu));
+  EXPECT_EQ(ids, (std::vector<int32_t>{2, 0, 0}));
+  HostTensor x({2, 4});
+  std::vector<int8_t> short_mask(3, 1);
+  EXPECT_THROW(be->mask_columns(x.view(), Tensor::make(short_mask.data(), DType::kI8, {3}, Device::kCpu)), Error);
+  HostTensor f32_mask({4});
+  EXPECT_THROW(be->mask_columns(x.view(), f32_mask.view()), Error);  // the mask is i8
 }
 
 TEST_P(BackendOps, RmsNormPlainAndZeroCentred) {

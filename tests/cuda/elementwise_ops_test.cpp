@@ -428,6 +428,32 @@ TEST(CudaElementwise, ArgmaxRowsEqualsCpu) {
   gpu().argmax_rows(none, empty.t(true));  // no rows: nothing to do
 }
 
+// ---- mask_columns: the CPU op's bits exactly ----
+
+TEST(CudaElementwise, MaskColumnsEqualsCpu) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(58);
+  for (int64_t V : {1, 300, 248320}) {
+    const int64_t R = 5;
+    HostTensor x = random_tensor({R, V}, rng, -4, 4);
+    x.values[0] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<int8_t> allowed(static_cast<size_t>(V));
+    for (auto& a : allowed) a = static_cast<int8_t>(rng() % 4 != 0);  // a quarter masked
+    if (V > 1) allowed[0] = 0;                                          // the NaN column masked too
+    Both xs(std::move(x), {V + 3, 1});
+    const Tensor host_mask = Tensor::make(allowed.data(), DType::kI8, {V}, Device::kCpu);
+    DeviceTensor dev_mask = to_device(host_mask);
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.mask_columns(xs.t(g), g ? dev_mask.t : host_mask); }, xs, 0, 0))
+        << "mask_columns V " << V;  // bit-exact
+  }
+  Both x(HostTensor({2, 4}));
+  std::vector<int8_t> three(3, 1);
+  const Tensor host_short = Tensor::make(three.data(), DType::kI8, {3}, Device::kCpu);
+  DeviceTensor dev_short = to_device(host_short);
+  expect_same_error("mask_columns short mask",
+                    [&](Backend& be, bool g) { be.mask_columns(x.t(g), g ? dev_short.t : host_short); });
+}
+
 // ---- argument errors: the CPU op's own ----
 
 TEST(CudaElementwise, NormErrorsMatchCpuSmall) {

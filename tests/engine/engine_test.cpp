@@ -66,6 +66,7 @@ TEST(Engine, GreedyMatchesTransformersAndReportsTimings) {
       EXPECT_LE(t.queue_s + t.prefill_s, t.ttft_s + 1e-3);
     }
     EXPECT_EQ(f.engine->stats().kv_blocks_used, 0);
+    EXPECT_GT(f.engine->stats().argmax_rows, 0);  // greedy alone: the backend chose, the rows stayed there
     if (!profiled) continue;
     EXPECT_NE(f.engine->backend_name().find("[op profile]"), std::string::npos) << f.engine->backend_name();
     std::map<std::string, OpProfile::Entry> by_op;
@@ -153,6 +154,75 @@ TEST(Engine, ConcurrentRequestsEqualAloneGreedyAndSeeded) {
   EXPECT_NE(alone[1], alone[3]);  // different seeds on the same prompt family give different text
   EXPECT_EQ(f.engine->stats().kv_blocks_used, 0);
   EXPECT_EQ(f.engine->stats().running, 0);
+}
+
+// Plain greedy steps take the rows' argmax on the backend (EngineOptions::backend_argmax) and bring back the ids only;
+// the host path copies every row and chooses. Both give the same tokens: with the output mask (EngineOptions::
+// output_ids, applied on the backend) ruling out the reference's own greedy tokens, and in batches that mix plain
+// greedy requests with those the host must choose for (seeded sampling, logprobs, a penalty), which make those steps
+// bring the rows back.
+TEST(Engine, BackendArgmaxChoosesAsTheHostDoes) {
+  const std::string model = "qwen35_untied";
+  auto index = testing::reference_index();
+  const auto& g0 = index["models"][model]["greedy"][0];
+  const std::vector<int32_t> want = testing::read_i32(g0["tokens"]);
+  ASSERT_GE(want.size(), 2u);
+  const size_t p0 = g0["prompt_index"].get<size_t>();
+  const auto make = [&](size_t p, int kind) {
+    EngineRequest r;
+    r.prompt = prompt(model, p);
+    r.max_tokens = 12;
+    r.sampling.greedy = kind != 2;
+    if (kind == 1) r.sampling.logprobs = true, r.sampling.top_logprobs = 3;
+    if (kind == 2) r.sampling.seed = 7, r.sampling.temperature = 0.8f;
+    if (kind == 3) r.sampling.presence_penalty = 0.5f;
+    return r;
+  };
+  struct Run {
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<std::vector<float>> logprobs;
+    int64_t argmax_rows = 0;
+  };
+  const auto run = [&](bool backend_argmax, const std::vector<uint8_t>& allowed, const std::vector<EngineRequest>& reqs) {
+    EngineFixture f(model, {.max_context = 512, .prefill_chunk = 48, .max_concurrency = 4, .threads = 2,
+                            .output_ids = allowed, .backend_argmax = backend_argmax});
+    std::vector<std::shared_ptr<Collector>> cs;
+    for (const auto& r : reqs) cs.push_back(f.run(r));
+    Run out;
+    for (auto& c : cs) {
+      c->wait();
+      out.tokens.push_back(c->tokens);
+      out.logprobs.push_back(c->logprobs);
+    }
+    out.argmax_rows = f.engine->stats().argmax_rows;
+    return out;
+  };
+  const std::vector<EngineRequest> greedy = {make(p0, 0), make(1, 0), make(2, 0)};
+  const std::vector<EngineRequest> mixed = {make(p0, 0), make(1, 1), make(p0, 2), make(2, 3)};
+  std::vector<uint8_t> allowed(static_cast<size_t>(testing::ReferenceModel(model).config.vocab_size), 1);
+  allowed[static_cast<size_t>(want[0])] = 0;
+  allowed[static_cast<size_t>(want[1])] = 0;
+  for (const bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked" : "every id");
+    const std::vector<uint8_t> ids = masked ? allowed : std::vector<uint8_t>{};
+    const Run on = run(true, ids, greedy), off = run(false, ids, greedy);
+    EXPECT_EQ(on.tokens, off.tokens);
+    EXPECT_GT(on.argmax_rows, 0);
+    EXPECT_EQ(off.argmax_rows, 0);
+    if (!masked) {
+      EXPECT_EQ(std::vector<int32_t>(on.tokens[0].begin(), on.tokens[0].begin() + 2),
+                std::vector<int32_t>(want.begin(), want.begin() + 2));
+    } else {
+      for (const auto& t : on.tokens)
+        for (int32_t id : t) EXPECT_TRUE(allowed[static_cast<size_t>(id)]) << "masked id " << id << " produced";
+      EXPECT_NE(on.tokens[0][0], want[0]);
+    }
+    const Run mix_on = run(true, ids, mixed), mix_off = run(false, ids, mixed);
+    EXPECT_EQ(mix_on.tokens, mix_off.tokens);
+    EXPECT_EQ(mix_on.logprobs, mix_off.logprobs);
+    EXPECT_EQ(mix_on.tokens[0], on.tokens[0]);  // the plain greedy request as in the all-greedy batch
+    EXPECT_EQ(mix_off.argmax_rows, 0);
+  }
 }
 
 TEST(Engine, CancelFreesKvAndEndsTheRequest) {

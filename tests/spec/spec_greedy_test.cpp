@@ -93,6 +93,41 @@ TEST_F(TinyGreedy, EqualsPlainForEveryKChunkedAndNot) {
   }
 }
 
+// Greedy verification on the backend's argmax (EngineOptions::backend_argmax: only the ids of the K + 1 rows come
+// back) gives the host path's tokens and the same verdict on every draft, with the output mask ruling out the
+// plain run's first token of each request.
+TEST_F(TinyGreedy, BackendArgmaxVerifiesAsTheHostDoes) {
+  const auto reqs = greedy_requests(prompts(), 30);
+  EngineOptions o{.max_context = 256, .prefill_chunk = 7, .max_concurrency = 3, .threads = 2};
+  const EngineRun plain = run_engine(*model, o, reqs);
+  const auto truth = truths(reqs, plain);
+  std::vector<uint8_t> allowed(static_cast<size_t>(model->config.vocab_size), 1);
+  for (const auto& t : plain.tokens) allowed[static_cast<size_t>(t[0])] = 0;
+  for (const bool masked : {false, true}) {
+    o.output_ids = masked ? allowed : std::vector<uint8_t>{};
+    for (int32_t k : {1, 3, 7})
+      for (Kind kind : {Kind::kMostlyRight, Kind::kRandom}) {
+        const std::string label = fmt::format("{} K={}{}", kind_name(kind), k, masked ? " masked" : "");
+        o.backend_argmax = true;
+        const Spec on = run_spec(*model, o, reqs, kind, k, truth);
+        o.backend_argmax = false;
+        const Spec off = run_spec(*model, o, reqs, kind, k, truth);
+        EXPECT_EQ(on.run.tokens, off.run.tokens) << label;
+        if (!masked) {
+          EXPECT_EQ(on.run.tokens, plain.tokens) << label;
+        } else {
+          for (size_t r = 0; r < reqs.size(); ++r) EXPECT_NE(on.run.tokens[r][0], plain.tokens[r][0]) << label;
+        }
+        EXPECT_EQ(on.run.stats.spec.verify_steps, off.run.stats.spec.verify_steps) << label;
+        EXPECT_EQ(on.run.stats.spec.accepted_tokens, off.run.stats.spec.accepted_tokens) << label;
+        EXPECT_EQ(on.run.stats.spec.accepted_at, off.run.stats.spec.accepted_at) << label;
+        EXPECT_GT(on.run.stats.argmax_rows, 0) << label;
+        EXPECT_EQ(off.run.stats.argmax_rows, 0) << label;
+        expect_sound(on, label);
+      }
+  }
+}
+
 // A request alone with a drafter equals itself in a batch, and the drafter saw every committed row once.
 TEST_F(TinyGreedy, FeaturesOfCommittedRowsDoNotDependOnTheDrafts) {
   const auto reqs = greedy_requests(prompts(), 30);

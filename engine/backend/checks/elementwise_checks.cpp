@@ -92,4 +92,13 @@ void check_argmax_rows(std::span<const int32_t> ids, const Tensor& x, Device dev
          x.describe());
 }
 
+void check_mask_columns(const Tensor& x, const Tensor& allowed, Device device) {
+  check_f32_on("mask_columns", "x", x, device);
+  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "mask_columns: x must be [R, V], got {}", x.describe());
+  check_on("mask_columns", "allowed", allowed, device);
+  if (allowed.dtype != DType::kI8)
+    fail(ErrorKind::kUnsupported, "mask_columns: allowed must be i8 (1 = allowed, 0 = masked), got {}", allowed.describe());
+  check_dims("mask_columns", "allowed", allowed, {x.dim(1)});
+}
+
 }  // namespace ninfer

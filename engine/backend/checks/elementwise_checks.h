@@ -1,4 +1,4 @@
-// Owns the argument checks of the elementwise family (norms, pointwise ops, RoPE, embedding, gather_rows, argmax_rows) that every
+// Owns the argument checks of the elementwise family (norms, pointwise ops, RoPE, embedding, gather_rows, argmax_rows, mask_columns) that every
 // backend runs before computing, so the CPU and CUDA ops refuse the same arguments with the same errors.
 #pragma once
 
@@ -30,5 +30,7 @@ void check_embedding(const Tensor& y, const Tensor& table, std::span<const int32
 void check_gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows, Device device);
 // argmax_rows: x f32 [R, V] with 1 ≤ V < 2^31, ids [R] (host).
 void check_argmax_rows(std::span<const int32_t> ids, const Tensor& x, Device device);
+// mask_columns: x f32 [R, V], allowed i8 [V] contiguous.
+void check_mask_columns(const Tensor& x, const Tensor& allowed, Device device);
 
 }  // namespace ninfer

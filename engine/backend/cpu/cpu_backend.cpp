@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <thread>
 
@@ -269,6 +270,18 @@ void CpuBackend::argmax_rows(std::span<int32_t> ids, const Tensor &x) {
     const float *row = row_f32(x, r);
     ids[static_cast<size_t>(r)] =
         static_cast<int32_t>(std::max_element(row, row + V) - row);
+  }
+}
+
+void CpuBackend::mask_columns(const Tensor &x, const Tensor &allowed) {
+  check_mask_columns(x, allowed, Device::kCpu);
+  const int64_t V = x.dim(1);
+  const auto *ok = static_cast<const int8_t *>(allowed.data);
+  for (int64_t r = 0; r < x.dim(0); ++r) {
+    float *row = row_f32(x, r);
+    for (int64_t c = 0; c < V; ++c)
+      if (ok[c] == 0)
+        row[c] = -std::numeric_limits<float>::infinity();
   }
 }
 

@@ -168,4 +168,10 @@ void CudaBackend::argmax_rows(std::span<int32_t> ids, const Tensor& x) {
   synchronize();
 }
 
+void CudaBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
+  check_mask_columns(x, allowed, Device::kCuda);
+  kern::mask_columns(stream_, rows_of(x), static_cast<const int8_t*>(allowed.data));
+  after_launch("mask_columns");
+}
+
 }  // namespace ninfer::cuda
