@@ -174,9 +174,9 @@ int run_e2e_bench(const E2eOptions& o, Backend& be, double bw) {
         r.prefill_tok_s = static_cast<double>(context) / seconds_since(t0);
         int64_t pos = context;
         int32_t token = 1;
-        auto decode = [&] {
+        auto decode = [&] {  // as greedy serving steps: the argmax on the device, one id back (ModelRunner::step_argmax)
           const SequenceStep s{id, row, pos++, std::span(&token, 1)};
-          runner.step(std::span(&s, 1));
+          runner.step_argmax(std::span(&s, 1));
         };
         decode(), decode();  // a shape's first step runs eagerly, the second records its graph
         const int64_t replays0 = graphs ? model.step_graph_stats()->replays : 0;

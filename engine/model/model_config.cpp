@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 
 #include "engine/core/error.h"
@@ -19,6 +20,12 @@ constexpr ClassDefaults kQwen35Defaults{248320, 4096, 12288, 32, 16, 4, 256, 0.2
 constexpr ClassDefaults kQwen3Defaults{151936, 4096, 22016, 32, 32, 32, 128, 1.0};
 constexpr double kDefaultRopeTheta = 10000.0;  // PreTrainedConfig.default_theta
 constexpr int64_t kDefaultMaxPositions = 32768;
+// Upper bounds on config sizes, far beyond any released model, so that what is derived from them (element counts,
+// per-layer lists, int32 token ids and positions) cannot overflow or ask for absurd memory before the weights are
+// even looked at.
+constexpr int64_t kMaxSize = int64_t{1} << 24;    // widths, head counts, head dims
+constexpr int64_t kMaxLayers = int64_t{1} << 16;  // num_hidden_layers, mtp_num_hidden_layers
+constexpr int64_t kMaxIds = INT32_MAX;            // vocab_size, max_position_embeddings: int32 ids and positions
 
 struct Reader {
   const nlohmann::json& j;
@@ -28,24 +35,24 @@ struct Reader {
   bool present(const char* key) const { return j.contains(key); }
   bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
 
-  int64_t positive_int(const char* key) const {
+  // An integer in [lo, max]; v.get<int64_t>() of an unsigned beyond INT64_MAX is negative, so it is refused too.
+  int64_t int_in(const char* key, int64_t lo, int64_t max, const char* what) const {
     const auto& v = j[key];
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-      fail(ErrorKind::kInvalidArgument, "{}: config field '{}{}' must be a positive integer, got {}", source, where,
-           key, v.dump());
+    if (!v.is_number_integer() || v.get<int64_t>() < lo)
+      fail(ErrorKind::kInvalidArgument, "{}: config field '{}{}' must be a {} integer, got {}", source, where, key,
+           what, v.dump());
+    if (v.get<int64_t>() > max)
+      fail(ErrorKind::kInvalidArgument, "{}: config field '{}{}' is {}, beyond ninfer's limit of {}", source, where,
+           key, v.get<int64_t>(), max);
     return v.get<int64_t>();
   }
+  int64_t positive_int(const char* key, int64_t max = kMaxSize) const { return int_in(key, 1, max, "positive"); }
   // Absent: the class default. Present as null: refused (transformers' strict config rejects it too).
-  int64_t positive_int_or(const char* key, int64_t fallback) const {
-    return present(key) ? positive_int(key) : fallback;
+  int64_t positive_int_or(const char* key, int64_t fallback, int64_t max = kMaxSize) const {
+    return present(key) ? positive_int(key, max) : fallback;
   }
-  int64_t nonnegative_int_or(const char* key, int64_t fallback) const {
-    if (!present(key)) return fallback;
-    const auto& v = j[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0)
-      fail(ErrorKind::kInvalidArgument, "{}: config field '{}{}' must be a non-negative integer, got {}", source,
-           where, key, v.dump());
-    return v.get<int64_t>();
+  int64_t nonnegative_int_or(const char* key, int64_t fallback, int64_t max = kMaxSize) const {
+    return present(key) ? int_in(key, 0, max, "non-negative") : fallback;
   }
   double positive_number(const char* key) const {
     const auto& v = j[key];
@@ -126,14 +133,15 @@ void read_rope(const Reader& r, const ClassDefaults& d, ModelConfig& c) {
   // Qwen3's default RoPE (Qwen3RotaryEmbedding.compute_default_rope_parameters) rotates all of head_dim whatever
   // partial_rotary_factor says; Qwen3.5's uses dim = int(head_dim * partial_rotary_factor), truncated as Python's
   // int() does, both for the number of frequencies and in their exponent.
-  c.hf_rope_dim = c.arch == Architecture::kQwen3
-                      ? c.head_dim
-                      : static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
+  const double rope_dim = c.arch == Architecture::kQwen3 ? static_cast<double>(c.head_dim)
+                                                        : static_cast<double>(c.head_dim) * c.partial_rotary_factor;
+  // Converted only inside [0, head_dim] (a larger double may not fit an int64); outside it is refused below.
+  c.hf_rope_dim = rope_dim <= static_cast<double>(c.head_dim) ? static_cast<int64_t>(rope_dim) : c.head_dim + 1;
   c.rotary_dim = c.hf_rope_dim + (c.hf_rope_dim % 2);
   if (c.hf_rope_dim < 1 || c.rotary_dim > c.head_dim)
     fail(ErrorKind::kInvalidArgument, "{}: RoPE dimension int(head_dim {} x partial_rotary_factor {}) = {} rotates {} "
          "dims, outside [2, head_dim] (transformers cannot run it either)", r.source, c.head_dim,
-         c.partial_rotary_factor, c.hf_rope_dim, c.rotary_dim);
+         c.partial_rotary_factor, std::floor(rope_dim), c.rotary_dim);
   c.rope_theta = c.hf_rope_dim == c.rotary_dim
                      ? c.hf_rope_theta
                      : std::pow(c.hf_rope_theta, static_cast<double>(c.rotary_dim) / static_cast<double>(c.hf_rope_dim));
@@ -145,7 +153,7 @@ void read_qwen3_layers(const Reader& r, ModelConfig& c) {
   const bool use_window = r.bool_or("use_sliding_window", false);
   std::optional<int64_t> window;
   if (use_window && !r.present("sliding_window")) window = 4096;
-  else if (use_window && r.has("sliding_window")) window = r.positive_int("sliding_window");
+  else if (use_window && r.has("sliding_window")) window = r.positive_int("sliding_window", kMaxIds);
   const int64_t max_window_layers = r.nonnegative_int_or("max_window_layers", 28);
   std::vector<std::string> types;
   const bool explicit_types = r.has("layer_types");
@@ -228,10 +236,10 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& root, const std::str
   }
   const ClassDefaults& d = c.arch == Architecture::kQwen3_5 ? kQwen35Defaults : kQwen3Defaults;
 
-  c.vocab_size = r.positive_int_or("vocab_size", d.vocab_size);
+  c.vocab_size = r.positive_int_or("vocab_size", d.vocab_size, kMaxIds);
   c.hidden_size = r.positive_int_or("hidden_size", d.hidden_size);
   c.intermediate_size = r.positive_int_or("intermediate_size", d.intermediate_size);
-  c.num_layers = r.positive_int_or("num_hidden_layers", d.num_layers);
+  c.num_layers = r.positive_int_or("num_hidden_layers", d.num_layers, kMaxLayers);
   c.num_heads = r.positive_int_or("num_attention_heads", d.num_heads);
   // Qwen3Config turns a null num_key_value_heads into num_attention_heads; Qwen3_5TextConfig rejects null.
   c.num_kv_heads = c.arch == Architecture::kQwen3 && r.present("num_key_value_heads") && !r.has("num_key_value_heads")
@@ -240,7 +248,7 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& root, const std::str
   // An absent head_dim is the class default (256 / 128), not hidden_size / num_attention_heads.
   c.head_dim = r.positive_int_or("head_dim", d.head_dim);
   c.rms_norm_eps = static_cast<float>(r.present("rms_norm_eps") ? r.positive_number("rms_norm_eps") : 1e-6);
-  c.max_position_embeddings = r.positive_int_or("max_position_embeddings", kDefaultMaxPositions);
+  c.max_position_embeddings = r.positive_int_or("max_position_embeddings", kDefaultMaxPositions, kMaxIds);
   if (c.num_heads % c.num_kv_heads != 0)
     fail(ErrorKind::kInvalidArgument, "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
          c.num_heads, c.num_kv_heads);
@@ -286,7 +294,7 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& root, const std::str
     fail(ErrorKind::kInvalidArgument, "{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
          source, c.linear_num_value_heads, c.linear_num_key_heads);
   // MTP is not part of transformers' model (it drops mtp.*): these fields only shape the mtp section.
-  c.mtp_num_layers = r.nonnegative_int_or("mtp_num_hidden_layers", 0);
+  c.mtp_num_layers = r.nonnegative_int_or("mtp_num_hidden_layers", 0, kMaxLayers);
   if (r.bool_or("mtp_use_dedicated_embeddings", false))
     fail(ErrorKind::kUnsupported, "{}: config field '{}mtp_use_dedicated_embeddings' is true: the MTP layer must share "
          "the model's embeddings", source, r.where);

@@ -128,6 +128,33 @@ TEST(HfConfig, RefusesEveryRefusedVariantNamingTheField) {
   }
 }
 
+// Sizes beyond ninfer's limits (far past any released model) are refused by name before anything is derived from them:
+// found by fuzz_model_config, where 10^11 layers ran out of memory building the layer list and a head_dim of
+// 2^63 − 1 overflowed the RoPE arithmetic. The limits themselves are accepted.
+TEST(HfConfig, SizesBeyondTheLimitsAreRefusedNamingTheField) {
+  const auto with = [](const char* key, nlohmann::json value) {
+    nlohmann::json c = {{"model_type", "qwen3_5_text"}};
+    c[key] = std::move(value);
+    return c;
+  };
+  for (const auto& [key, value] : std::vector<std::pair<const char*, nlohmann::json>>{
+           {"num_hidden_layers", int64_t{100000000000}},
+           {"head_dim", INT64_MAX},
+           {"hidden_size", int64_t{1} << 40},
+           {"vocab_size", int64_t{1} << 31},
+           {"max_position_embeddings", uint64_t{1} << 63},
+           {"mtp_num_hidden_layers", int64_t{1} << 20}}) {
+    const std::string e = config_error(with(key, value));
+    EXPECT_NE(e.find(key), std::string::npos) << e;
+    EXPECT_TRUE(e.find("limit") != std::string::npos || e.find("positive integer") != std::string::npos) << e;
+  }
+  // A partial_rotary_factor whose product with head_dim does not fit an int64 is refused, not converted.
+  EXPECT_NE(config_error(with("partial_rotary_factor", 1e300)).find("RoPE dimension"), std::string::npos);
+  const ModelConfig at_limit = ModelConfig::from_hf_json(
+      {{"model_type", "qwen3_5_text"}, {"vocab_size", INT32_MAX}, {"max_position_embeddings", INT32_MAX}}, "config.json");
+  EXPECT_EQ(at_limit.vocab_size, INT32_MAX);
+}
+
 TEST(HfConfig, PackRefusesWithExitCodeAndOneLineNamingTheField) {
   testing::TempDir dir;
   const fs::path hf = dir.path() / "hf";
