@@ -44,8 +44,6 @@ class ModelRunner {
   int32_t row_start(size_t i) const { return q_start_[i]; }
 
   Model& model() { return model_; }
-  // Rows of the last step's logits (or argmax ids).
-  size_t logit_rows() const { return rows_.size(); }
   KvCache& kv() { return kv_; }
   LinearStateCache& state() { return state_; }
 
