@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-20}"
-read -r -a targets <<< "${NINFER_FUZZ_TARGETS:-openai_request chat_template jinja_template tokenizer detokenizer reasoning_parser safetensors artifact model_config}"
+read -r -a targets <<< "${NINFER_FUZZ_TARGETS:-$(tr '\n' ' ' < tests/fuzz/targets.txt)}"  # default: every target
 
 # clang-19 with its compiler-rt (libFuzzer and the sanitizer runtimes), from Debian.
 probe=$(mktemp -d)

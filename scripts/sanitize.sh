@@ -31,9 +31,7 @@ case "$mode" in
   asan-ci)
     cmake --preset asan "${py[@]}"
     fuzz=()
-    for t in openai_request chat_template jinja_template tokenizer detokenizer reasoning_parser safetensors artifact; do
-      fuzz+=("fuzz_${t}_replay")
-    done
+    while read -r t; do fuzz+=("fuzz_${t}_replay"); done < tests/fuzz/targets.txt
     cmake --build build-asan -j "$jobs" --target "${server_targets[@]}" "${fuzz[@]}"
     # serve_structured_output_real (51 sampled requests and the forced tool calls against the server) takes more than
     # five minutes instrumented: it runs in the plain suite only.
