@@ -33,6 +33,9 @@ void fill_logprobs(std::span<const float> logits, int32_t id, int32_t k, Sampled
   }
 }
 
+// Greedy: the argmax, asked for outright or by a temperature of 0.
+bool is_greedy(const SamplingParams& p) { return p.greedy || p.temperature <= 0.0f; }
+
 int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
@@ -78,7 +81,7 @@ TokenDist Sampler::distribution(std::span<float> logits) {
       std::all_of(logits.begin(), logits.end(), [&](float x) { return x == kBanned; }))
     fail(ErrorKind::kInvalidArgument, "no token is left to choose: logit_bias bans every token the output allows");
   apply_penalties(logits);
-  if (params_.greedy || params_.temperature <= 0.0f) {
+  if (is_greedy(params_)) {
     order_.assign(1, argmax(logits));
     weights_.assign(1, 1.0);
     return {order_, weights_, 1.0};
@@ -142,7 +145,7 @@ SampledToken Sampler::finish(int32_t id) {
 
 bool Sampler::plain_greedy() const {
   const SamplingParams& p = params_;
-  return (p.greedy || p.temperature <= 0.0f) && !p.logprobs && p.top_logprobs == 0 && p.logit_bias.empty() &&
+  return is_greedy(p) && !p.logprobs && p.top_logprobs == 0 && p.logit_bias.empty() &&
          p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f && p.repetition_penalty == 1.0f &&
          constraint_ == nullptr;
 }
@@ -161,14 +164,13 @@ SampledToken Sampler::verify_argmax(int32_t argmax, int32_t draft, bool& accepte
 SampledToken Sampler::sample(std::span<float> logits) {
   keep_raw(logits);
   const TokenDist d = distribution(logits);
-  const bool greedy = params_.greedy || params_.temperature <= 0.0f;
-  return finish(greedy ? d.ids[0] : sample_token(d, rng_));
+  return finish(is_greedy(params_) ? d.ids[0] : sample_token(d, rng_));
 }
 
 SampledToken Sampler::verify(std::span<float> logits, int32_t draft, bool& accepted) {
   keep_raw(logits);
   const TokenDist d = distribution(logits);
-  if (params_.greedy || params_.temperature <= 0.0f) {
+  if (is_greedy(params_)) {
     accepted = d.ids[0] == draft;
     return finish(d.ids[0]);
   }
