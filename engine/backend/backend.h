@@ -92,6 +92,8 @@ enum class DeltaRuleAlgo : uint8_t {
 // chunked form is faster from 3 rows of one sequence (ninfer-bench-gdn,
 // docs/benchmarks.md "The recurrent step"); 4 leaves a margin.
 inline constexpr int64_t kDeltaRuleAutoChunkedMin = 4;
+// max_rows writes a column index as an exact f32: rows of at most 2^24 columns.
+inline constexpr int64_t kMaxRowsColumns = int64_t{1} << 24;
 
 // Op contract, for every backend:
 //  - Activations are f32 unless stated. Weights (w arguments) may be f32, bf16
@@ -173,6 +175,16 @@ public:
   // waits for its stream, so not inside a graph capture). For greedy choices
   // without bringing whole logit rows to the host.
   virtual void argmax_rows(std::span<int32_t> ids, const Tensor &x) = 0;
+  // best[r] = (m, i) for row r of x [R, V] f32 (rows at any stride, 1 ≤ V ≤
+  // 2^24): m the row's maximum and i its first index, written as an exact
+  // f32; NaN is never the maximum, and a row of NaN only gives (NaN, −1).
+  // With `nan_first`, a NaN at index 0 gives (NaN, 0) instead, so i is
+  // argmax_rows's answer (std::max_element's). best f32 [R, 2], contiguous,
+  // on this backend's device; the op stays on the device (it may be recorded
+  // into a graph). One rank's half of a vocabulary-parallel argmax: the
+  // ranks' pairs, not their rows, are gathered (vocab_parallel_argmax).
+  virtual void max_rows(const Tensor &best, const Tensor &x,
+                        bool nan_first) = 0;
   // x[r, c] = −inf wherever allowed[c] == 0, in place (the ids a model may
   // not produce: padded vocabulary rows). x [R, V] f32 (rows at any stride);
   // allowed i8 [V], contiguous, on this backend's device.

@@ -91,6 +91,10 @@ void ProfilingBackend::gather_rows(const Tensor& y, const Tensor& x, std::span<c
   timed("gather_rows", 0, [&] { inner_->gather_rows(y, x, rows); });
 }
 
+void ProfilingBackend::max_rows(const Tensor& best, const Tensor& x, bool nan_first) {
+  timed("max_rows", 0, [&] { inner_->max_rows(best, x, nan_first); });
+}
+
 void ProfilingBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
   timed("mask_columns", 0, [&] { inner_->mask_columns(x, allowed); });
 }

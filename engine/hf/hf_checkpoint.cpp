@@ -84,7 +84,13 @@ HfCheckpoint HfCheckpoint::open(const std::string& utf8_dir) {
       unique.insert(it.value().get<std::string>());
     }
     for (const auto& s : unique) {
-      if (!fs::is_regular_file(dir / path_from_utf8(s), ec))
+      // A shard is a file of the checkpoint's own folder: a name with a folder part ("../x", "/abs/x", "sub/x") would
+      // make the packer read a file the checkpoint does not hold.
+      const fs::path name = path_from_utf8(s);
+      if (s.empty() || name.has_parent_path() || name.has_root_path() || name == "." || name == "..")
+        fail(ErrorKind::kCorrupt, "{}: shard '{}' named in model.safetensors.index.json is not a file name in the "
+             "checkpoint's folder", utf8_dir, s);
+      if (!fs::is_regular_file(dir / name, ec))
         fail(ErrorKind::kNotFound, "{}: shard '{}' named in model.safetensors.index.json is missing", utf8_dir, s);
       shard_names.push_back(s);
     }

@@ -60,15 +60,23 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
   const FeatureSpec* features = capturing ? capture.spec : nullptr;
 
   backend_.embedding(scratch_.get("x", {T, H}), w_.embed, batch.tokens);
-  const auto run_body = [&](const ForwardBatch& b) { body(b, kv, state, features); };
+  // Under TP a greedy step gathers each rank's best (score, id) pair instead of its scores (vocab_parallel_argmax):
+  // the body then stops at the final-normed rows. Step graphs are off under TP, so a recorded body always has the head.
+  const bool sharded_argmax = !out.argmax.empty() && vocab_parallel_argmax_sharded(comm_, c.vocab_size);
+  const auto run_body = [&](const ForwardBatch& b) { body(b, kv, state, features, /*head=*/!sharded_argmax); };
   if (OpGraph* graph = graphs_ ? graphs_->prepare(batch, features, scratch_.epoch(), run_body) : nullptr)
     graph->replay();
   else
     run_body(batch);
-  const Tensor logits = scratch_.get("logits", {R, c.vocab_size});
-  if (output_mask_.data != nullptr) backend_.mask_columns(logits, output_mask_);
-  if (!out.argmax.empty()) backend_.argmax_rows(out.argmax, logits);
-  else backend_.copy(Tensor::make(out.rows.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), logits);
+  if (sharded_argmax) {
+    vocab_parallel_argmax(backend_, comm_, scratch_, scratch_.get("sel", {R, H}), w_.lm_head, c.vocab_size, output_mask_,
+                          out.argmax);
+  } else {
+    const Tensor logits = scratch_.get("logits", {R, c.vocab_size});
+    if (output_mask_.data != nullptr) backend_.mask_columns(logits, output_mask_);
+    if (!out.argmax.empty()) backend_.argmax_rows(out.argmax, logits);
+    else backend_.copy(Tensor::make(out.rows.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), logits);
+  }
   if (capturing)
     backend_.copy(Tensor::make(capture.out.data(), DType::kF32, {T, W}, Device::kCpu), scratch_.get("features", {T, W}));
   backend_.synchronize();
@@ -90,7 +98,8 @@ void Model::enable_step_graphs(bool on) {
   graphs_ = std::make_unique<StepGraphs>(backend_);
 }
 
-void Model::body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const FeatureSpec* features) {
+void Model::body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const FeatureSpec* features,
+                 bool head) {
   const ModelConfig& c = config_;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
@@ -138,7 +147,7 @@ void Model::body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state
     backend_.gather_rows(sel, x, batch.logit_rows);
     backend_.rms_norm(sel, sel, w_.final_norm, c.rms_norm_eps, norm_offset_);
   }
-  vocab_parallel_head(backend_, comm_, scratch_, sel, w_.lm_head, scratch_.get("logits", {R, c.vocab_size}));
+  if (head) vocab_parallel_head(backend_, comm_, scratch_, sel, w_.lm_head, scratch_.get("logits", {R, c.vocab_size}));
 }
 
 void Model::attention_block(const LayerWeights& lw, int64_t attn_layer, const Tensor& h, const Tensor& out,

@@ -55,9 +55,10 @@ class Model {
 
  private:
   // Every op after the embedding (which has read batch.tokens into the "x" scratch): the layers, the final norm
-  // and the lm_head, leaving the logit rows in the "logits" scratch and, with `features`, every row's features in
-  // the "features" scratch. Reads the batch's index spans only: the part of a step an op graph records.
-  void body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const FeatureSpec* features);
+  // and, with `head`, the lm_head, leaving the logit rows in the "logits" scratch (without: the final-normed rows in
+  // "sel") and, with `features`, every row's features in the "features" scratch. Reads the batch's index spans only:
+  // the part of a step an op graph records.
+  void body(const ForwardBatch& batch, KvCache& kv, LinearStateCache& state, const FeatureSpec* features, bool head);
   void attention_block(const LayerWeights& w, int64_t attn_layer, const Tensor& h, const Tensor& out,
                        const ForwardBatch& batch, KvCache& kv);
   void delta_net_block(const LayerWeights& w, int64_t gdn_layer, const Tensor& h, const Tensor& out,

@@ -36,8 +36,12 @@ void RankReplica::apply(const StateOp& op) {
   fail(ErrorKind::kInternal, "unknown GDN state operation {}", static_cast<int>(op.kind));
 }
 
-void RankReplica::forward(const ForwardBatch& batch) {
+void RankReplica::forward(const ForwardBatch& batch, bool want_argmax) {
   backend->bind_thread();
+  if (want_argmax) {
+    argmax.resize(batch.logit_rows.size());
+    return model->forward(batch, *kv, *state, LogitsOut{.argmax = argmax});
+  }
   logits.resize(batch.logit_rows.size() * static_cast<size_t>(model->config().vocab_size));
   model->forward(batch, *kv, *state, logits);
 }

@@ -216,17 +216,20 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
   }
   Tensor sel = scratch_.get("sel", {S * D, H});
   backend_.rms_norm(sel, x.slice0(S, R), w_.final_norm, c.rms_norm_eps, 0.0f);
-  Tensor out = scratch_.get("logits", {S * D, V});
-  vocab_parallel_head(backend_, comm_, scratch_, sel, head_.weight, out);  // every rank takes the same argmax below
-  // The first maximum of each row, taken where the scores are (S·D ids come to the host, not S·D rows).
+  // The first maximum of each row, taken where the scores are (S·D ids come to the host, not S·D rows; under TP only
+  // each rank's best pair is gathered). Every rank takes the same ids.
   const std::span<int32_t> best = tokens.first(static_cast<size_t>(S * D));
-  backend_.argmax_rows(best, out);
-  if (!head_.token_ids.empty())
-    for (int32_t& id : best) id = head_.token_ids[static_cast<size_t>(id)];
-  if (!logits.empty()) {
+  if (logits.empty()) {
+    vocab_parallel_argmax(backend_, comm_, scratch_, sel, head_.weight, V, Tensor{}, best);
+  } else {
+    Tensor out = scratch_.get("logits", {S * D, V});
+    vocab_parallel_head(backend_, comm_, scratch_, sel, head_.weight, out);
+    backend_.argmax_rows(best, out);
     backend_.copy(Tensor::make(logits.data(), DType::kF32, {S * D, V}, Device::kCpu), out);
     backend_.synchronize();
   }
+  if (!head_.token_ids.empty())
+    for (int32_t& id : best) id = head_.token_ids[static_cast<size_t>(id)];
 }
 
 std::unique_ptr<Dflash2Drafter> make_dflash2_drafter(const Artifact& artifact, const ModelConfig& target,

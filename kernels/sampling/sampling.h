@@ -14,6 +14,11 @@ namespace ninfer::kern {
 // per row.
 void argmax_rows(cudaStream_t stream, const Rows& x, int32_t* ids);
 
+// best[2r], best[2r + 1] = row r's maximum and its first index as an exact f32 (n ≤ 2^24), NaN never the maximum and
+// (NaN, -1) for a row of NaN only; with nan_first a NaN at index 0 gives (NaN, 0) (argmax_rows's answer). One block
+// per row, the same reduction as argmax_rows.
+void max_rows(cudaStream_t stream, const Rows& x, float* best, bool nan_first);
+
 // x[r, c] = -inf wherever allowed[c] == 0, in place (x f32 [rows, n], allowed [n]).
 void mask_columns(cudaStream_t stream, const Rows& x, const int8_t* allowed);
 

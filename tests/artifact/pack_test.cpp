@@ -124,6 +124,30 @@ TEST_F(Pack, ShardedCheckpointEqualsSingleFile) {
   EXPECT_NE(e.find("shard 'model-00002-of-00002.safetensors'"), std::string::npos) << e;
 }
 
+// The index may name only files of the checkpoint's folder: a shard beside it ("../…"), below it or at an absolute
+// path is refused, although the file is there and holds the tensors.
+TEST_F(Pack, ShardsOutsideTheCheckpointFolderAreRefused) {
+  const fs::path dir = path_from_utf8(hf_);
+  fs::create_directories(dir / "sub");
+  const fs::path outside = dir.parent_path() / "outside-shard.safetensors";
+  for (const std::string& name : {std::string("../outside-shard.safetensors"), std::string("sub/model.safetensors"),
+                                   path_to_utf8(fs::absolute(outside))}) {
+    SCOPED_TRACE(name);
+    testing::write_hf_dir(dir, config_, tensors_);
+    const std::string bytes = testing::make_safetensors(tensors_);
+    testing::write_file(path_to_utf8(outside), bytes);
+    testing::write_file(hf_ + "/sub/model.safetensors", bytes);
+    fs::remove(dir / "model.safetensors");
+    nlohmann::json weight_map;
+    for (const auto& [tensor, t] : tensors_) weight_map[tensor] = name;
+    testing::write_file(hf_ + "/model.safetensors.index.json", nlohmann::json{{"weight_map", weight_map}}.dump());
+    fs::remove(path_from_utf8(out_));
+    const std::string e = pack_error();
+    EXPECT_NE(e.find("is not a file name in the checkpoint's folder"), std::string::npos) << e;
+  }
+  fs::remove(outside);
+}
+
 TEST_F(Pack, ShapeContradictingConfigFailsBeforeWriting) {
   tensors_["model.layers.1.mlp.up_proj.weight"].shape = {24, 64};
   testing::write_hf_dir(path_from_utf8(hf_), config_, tensors_);

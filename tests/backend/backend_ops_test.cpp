@@ -167,6 +167,67 @@ TEST_P(BackendOps, MaskColumnsSetsTheDisallowedToMinusInfinity) {
   EXPECT_THROW(be->mask_columns(x.view(), f32_mask.view()), Error);  // the mask is i8
 }
 
+// max_rows hands back (maximum, first index as an exact f32) per row, NaN never the maximum ((NaN, -1) for a row of
+// NaN only), and with nan_first exactly argmax_rows's index (a NaN at index 0 wins); rows at a stride, the padding
+// unread; rows longer than 2^24 and a best of the wrong shape are refused.
+TEST_P(BackendOps, MaxRowsGivesTheMaximumAndItsFirstIndex) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    std::vector<float> row;
+    float max;
+    float at;                // without nan_first
+    float max_first, at_first;  // with nan_first
+  };
+  const std::vector<Case> cases = {
+      {{3, 9, 1}, 9, 1, 9, 1},
+      {{5, 5, 5}, 5, 0, 5, 0},                 // ties: the lower index
+      {{-inf, -inf}, -inf, 0, -inf, 0},        // all masked
+      {{nan, 9, 10}, 10, 2, nan, 0},           // NaN first: only nan_first keeps it
+      {{1, nan, 3, nan}, 3, 2, 3, 2},          // NaN elsewhere: never chosen
+      {{nan, nan}, nan, -1, nan, 0},           // no number at all
+      {{2, nan, inf, inf}, inf, 2, inf, 2},
+      {{-0.0f, 0.0f}, -0.0f, 0, -0.0f, 0},     // -0 == +0: a tie
+  };
+  const auto same = [](float a, float b) { return std::isnan(a) ? std::isnan(b) : a == b; };
+  for (const Case& c : cases)
+    for (bool nan_first : {false, true}) {
+      HostTensor x({1, static_cast<int64_t>(c.row.size())});
+      x.values = c.row;
+      HostTensor best({1, 2});
+      be->max_rows(best.view(), x.view(), nan_first);
+      EXPECT_TRUE(same(best.values[0], nan_first ? c.max_first : c.max))
+          << "row of " << c.row.size() << " nan_first " << nan_first << ": max " << best.values[0];
+      EXPECT_EQ(best.values[1], nan_first ? c.at_first : c.at) << "row of " << c.row.size() << " nan_first " << nan_first;
+      if (nan_first) {  // the index is argmax_rows's
+        std::vector<int32_t> id(1, -1);
+        be->argmax_rows(id, x.view());
+        EXPECT_EQ(static_cast<float>(id[0]), best.values[1]);
+      }
+    }
+  for (int64_t V : {1, 1000, 151936}) {
+    const int64_t R = 4, stride = V + 5;
+    std::vector<float> buf(static_cast<size_t>(R * stride), 1e30f);
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t k = 0; k < V; ++k) buf[static_cast<size_t>(r * stride + k)] = std::round(u(rng) * 4) / 4;
+    const Tensor x = Tensor::strided(buf.data(), DType::kF32, {R, V}, {stride, 1}, Device::kCpu);
+    std::vector<int32_t> ids(static_cast<size_t>(R));
+    be->argmax_rows(ids, x);
+    HostTensor best({R, 2});
+    be->max_rows(best.view(), x, false);
+    for (int64_t r = 0; r < R; ++r) {
+      EXPECT_EQ(best.values[static_cast<size_t>(2 * r + 1)], static_cast<float>(ids[static_cast<size_t>(r)])) << V;
+      EXPECT_EQ(best.values[static_cast<size_t>(2 * r)], buf[static_cast<size_t>(r * stride + ids[static_cast<size_t>(r)])]);
+    }
+  }
+  HostTensor x({2, 4}), wrong({2, 3}), one({1, 2});
+  EXPECT_THROW(be->max_rows(wrong.view(), x.view(), false), Error);
+  EXPECT_THROW(be->max_rows(one.view(), x.view(), false), Error);
+  const Tensor too_long = Tensor::make(x.values.data(), DType::kF32, {0, kMaxRowsColumns + 1}, Device::kCpu);
+  HostTensor none({0, 2});
+  EXPECT_THROW(be->max_rows(none.view(), too_long, false), Error);  // an index beyond 2^24 is not exact in f32
+}
+
 TEST_P(BackendOps, RmsNormPlainAndZeroCentred) {
   for (DType dt : kWeightDtypes)
     for (float off : {0.0f, 1.0f}) {

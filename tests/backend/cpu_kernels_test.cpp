@@ -63,6 +63,62 @@ TEST(CpuKernels, GemmNnMatchesDoubleReference) {
   }
 }
 
+// Every output of gemm_nn is one FMA chain over k in order in one lane, so the AVX-512 kernel (12-row tiles, 32- and
+// 16-column vectors, then 8 and 1) gives the AVX2 kernel's bits on every shape: column tails of every width, row
+// counts around both tiles, accumulate or not.
+TEST(CpuKernels, Avx512GemmNnGivesTheAvx2Bits) {
+  const Kernels* avx2 = avx2_kernels();
+  const Kernels* avx512 = avx512_kernels();
+  if (avx2 == nullptr || avx512 == nullptr) GTEST_SKIP() << "this CPU has no AVX-512 (or no AVX2): nothing to compare";
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+  for (int64_t M : {1, 5, 6, 11, 12, 13, 18, 25, 64})
+    for (int64_t N : {1, 7, 8, 15, 16, 17, 24, 31, 32, 33, 40, 64, 100})
+      for (int64_t K : {1, 7, 64, 129})
+        for (bool acc : {false, true}) {
+          const int64_t as = K + 3, bs = N + 3, cs = N + 3;
+          std::vector<float> a(static_cast<size_t>(M * as)), b(static_cast<size_t>(K * bs)),
+              c(static_cast<size_t>(M * cs));
+          for (float& x : a) x = U(rng);
+          for (float& x : b) x = U(rng);
+          for (float& x : c) x = U(rng);
+          std::vector<float> c2 = c;
+          avx2->gemm_nn(a.data(), as, b.data(), bs, c2.data(), cs, M, N, K, acc);
+          avx512->gemm_nn(a.data(), as, b.data(), bs, c.data(), cs, M, N, K, acc);
+          ASSERT_EQ(std::memcmp(c.data(), c2.data(), c.size() * sizeof(float)), 0)
+              << "M " << M << " N " << N << " K " << K << " acc " << acc;
+        }
+}
+
+// exp_shift and silu_mul on 16 lanes take each lane through the AVX2 kernels' operations and sum in their order: the
+// same bits, for lengths with and without a group of 8 and a scalar tail.
+TEST(CpuKernels, Avx512ExpShiftAndSiluMulGiveTheAvx2Bits) {
+  const Kernels* avx2 = avx2_kernels();
+  const Kernels* avx512 = avx512_kernels();
+  if (avx2 == nullptr || avx512 == nullptr) GTEST_SKIP() << "this CPU has no AVX-512 (or no AVX2): nothing to compare";
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> U(-95.0f, 0.0f), G(-30.0f, 30.0f);
+  for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 1000, 1003}) {
+    std::vector<float> x(static_cast<size_t>(n)), g(x.size()), u(x.size());
+    for (float& v : x) v = U(rng);
+    for (float& v : g) v = G(rng);
+    for (float& v : u) v = G(rng);
+    if (n > 5) x[3] = -std::numeric_limits<float>::infinity(), x[4] = std::numeric_limits<float>::quiet_NaN(),
+               g[2] = -0.0f, g[3] = std::numeric_limits<float>::quiet_NaN(), g[4] = 100.0f, g[5] = -100.0f;
+    std::vector<float> p(x.size()), p2(x.size()), y(x.size()), y2(x.size()), s(x.size()), s2(x.size());
+    const float l = avx512->exp_shift(x.data(), 0.25f, p.data(), n);
+    const float l2 = avx2->exp_shift(x.data(), 0.25f, p2.data(), n);
+    EXPECT_EQ(std::memcmp(&l, &l2, sizeof(float)), 0) << "n " << n << ": " << l << " vs " << l2;
+    EXPECT_EQ(std::memcmp(p.data(), p2.data(), p.size() * sizeof(float)), 0) << "exp_shift n " << n;
+    avx512->silu_mul(g.data(), u.data(), y.data(), n);
+    avx2->silu_mul(g.data(), u.data(), y2.data(), n);
+    EXPECT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)), 0) << "silu_mul n " << n;
+    avx512->silu_mul(g.data(), nullptr, s.data(), n);
+    avx2->silu_mul(g.data(), nullptr, s2.data(), n);
+    EXPECT_EQ(std::memcmp(s.data(), s2.data(), s.size() * sizeof(float)), 0) << "silu n " << n;
+  }
+}
+
 // delta_step (the recurrent gated delta rule's token) against the textbook order in double: S ← decay·S;
 // u = beta·(v − Sᵀk); S ← S + k·uᵀ; o = Sᵀq; column counts with and without 8- and 32-wide tails.
 TEST(CpuKernels, DeltaStepMatchesTheTextbookOrder) {

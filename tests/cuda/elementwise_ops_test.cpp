@@ -1,7 +1,7 @@
 // The CUDA elementwise family against the CPU oracle: rms_norm (both offsets, every weight dtype, warp and block
 // rows, the forward's strided per-head q view in place), add_rms_norm, gated_rms_norm, l2_norm, add / silu_mul / sigmoid_mul
 // (strided gate, in place), partial RoPE at long positions, embedding and gather_rows (bit-exact), argmax_rows (the
-// same indices, NaN / -inf / ties planted), and the argument
+// same indices, NaN / -inf / ties planted), max_rows (the same pairs), and the argument
 // errors, which must be the CPU op's own.
 //
 // Tolerances (|got − want| <= atol + rtol·|want|, want = the CPU op):
@@ -10,6 +10,7 @@
 //   rope (same f32 angle, cos/sin in double) atol 4e-7, rtol 1e-6
 //   add, embedding, gather_rows              bit-exact
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <functional>
@@ -426,6 +427,44 @@ TEST(CudaElementwise, ArgmaxRowsEqualsCpu) {
   std::vector<int32_t> none;
   Both empty(HostTensor({0, 8}));
   gpu().argmax_rows(none, empty.t(true));  // no rows: nothing to do
+}
+
+// ---- max_rows: the CPU op's pairs exactly (the vocabulary-parallel argmax's rank-local half) ----
+
+TEST(CudaElementwise, MaxRowsEqualsCpu) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(59);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t V : {1, 17, 1025, 124160, 248320}) {  // 124,160: a TP2 share of the seed's vocabulary
+    const int64_t R = 8;
+    HostTensor x = random_tensor({R, V}, rng, -4, 4);
+    for (auto& v : x.values) v = std::round(v * 2) / 2;  // coarse: ties across threads and warps
+    float* row = x.values.data();
+    if (V > 3) {
+      row[0 * V + 0] = nan;                                    // row 0: NaN first (nan_first keeps it)
+      row[1 * V + 1] = nan, row[1 * V + V - 1] = 9;            // row 1: NaN elsewhere, max last
+      std::fill(row + 2 * V, row + 3 * V, -inf);               // row 2: all masked
+      row[3 * V + V / 2] = inf, row[3 * V + V - 2] = inf;      // row 3: the first of two +inf
+      for (int64_t k = 0; k < V; ++k) row[4 * V + k] = nan;    // row 4: all NaN: (NaN, -1), or (NaN, 0)
+      row[5 * V + V - 1] = 5, row[5 * V + 3] = 5;              // row 5: a tie far apart
+    }
+    Both xs(std::move(x), {V + 5, 1});
+    for (bool nan_first : {false, true}) {
+      Both best(HostTensor({R, 2}));
+      cpu_oracle().max_rows(best.h.view(), xs.t(false), nan_first);
+      gpu().max_rows(best.t(true), xs.t(true), nan_first);
+      const std::vector<float> got = best.gpu_values();
+      for (size_t i = 0; i < got.size(); ++i) {
+        const float want = best.h.values[i];
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << "V " << V << " nan_first " << nan_first << " at " << i;
+        else EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want))
+            << "V " << V << " nan_first " << nan_first << " at " << i << ": " << got[i] << " vs " << want;
+      }
+    }
+  }
+  Both x(HostTensor({2, 4}));
+  Both wrong(HostTensor({2, 3}));
+  expect_same_error("max_rows best shape", [&](Backend& be, bool g) { be.max_rows(wrong.t(g), x.t(g), false); });
 }
 
 // ---- mask_columns: the CPU op's bits exactly ----

@@ -41,12 +41,28 @@ TEST(StepMessage, AForwardStepSurvivesItsBytes) {
   const StepMessage d = decode_step(encode_step(m));
   EXPECT_EQ(d.kind, StepMessage::Kind::kForward);
   EXPECT_EQ(d.state_ops, m.state_ops);
+  EXPECT_FALSE(d.argmax);
   const ForwardBatch a = m.batch(), b = d.batch();
   EXPECT_EQ(b.max_blocks, 3);
   for (auto [x, y] : {std::pair{a.tokens, b.tokens}, {a.positions, b.positions}, {a.q_start, b.q_start},
                       {a.seq_len, b.seq_len}, {a.state_slot, b.state_slot}, {a.block_table, b.block_table},
                       {a.kv_slots, b.kv_slots}, {a.logit_rows, b.logit_rows}, {a.checkpoint_slot, b.checkpoint_slot}})
     EXPECT_EQ(std::vector<int32_t>(x.begin(), x.end()), std::vector<int32_t>(y.begin(), y.end()));
+}
+
+// Whether rank 0 asked for the rows' argmax: the followers must run the same collectives (the ranks' pairs, not rows).
+TEST(StepMessage, TheArgmaxFlagSurvivesAndAnyOtherByteIsRefused) {
+  const ForwardBatch empty{};
+  StepMessage m = StepMessage::forward(empty, {}, /*argmax=*/true);
+  EXPECT_TRUE(decode_step(encode_step(m)).argmax);
+  m.argmax = false;
+  std::vector<char> bytes = encode_step(m);
+  EXPECT_FALSE(decode_step(bytes).argmax);
+  // The flag is the byte after the kind, the two op counts and max_blocks.
+  const size_t at = 4 + 2 + 1 + 4 + 4 + 4;
+  ASSERT_EQ(bytes[at], 0);
+  bytes[at] = 2;
+  EXPECT_NE(error_of(bytes).find("argmax flag 2"), std::string::npos);
 }
 
 TEST(StepMessage, StopAndEmptyCheckpointsSurvive) {

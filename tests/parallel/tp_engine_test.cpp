@@ -41,6 +41,7 @@ struct Outputs {
   std::vector<std::vector<int32_t>> tokens;
   double decode_tok_s = 0;  // the first request's, alone
   int64_t accepted = 0;     // drafts accepted in all (speculative runs)
+  int64_t argmax_rows = 0;  // greedy choices made on the ranks (EngineStats::argmax_rows)
 };
 
 std::vector<EngineRequest> requests(int64_t vocab) {
@@ -81,6 +82,7 @@ Outputs run_engine(const Artifact& a, const ModelConfig& c, int tp, const Setup&
   EXPECT_EQ(stats.kv_blocks_used, 0);
   EXPECT_EQ(stats.kv_blocks_allocated, 0);  // no prefix cache here: every block is back on the free list
   out.accepted = stats.spec.accepted_tokens;
+  out.argmax_rows = stats.argmax_rows;
   return out;
 }
 
@@ -91,6 +93,8 @@ Outputs expect_tp_equals_tp1(const Artifact& a, int tp, const Setup& setup) {
   const Outputs many = run_engine(a, c, tp, setup);
   EXPECT_EQ(one.tokens[0].size(), 64u);
   EXPECT_EQ(many.tokens, one.tokens) << "tp " << tp << (setup.spec.empty() ? "" : " --spec " + setup.spec);
+  // The greedy requests' steps chose on the ranks: each rank's best pair gathered (vocab_parallel_argmax), not the rows.
+  EXPECT_GT(many.argmax_rows, 0);
   if (!setup.spec.empty()) {  // the drafter is wired right under TP only if the target accepts its drafts
     EXPECT_GT(one.accepted, 0);
     // A split drafter drafts TP1's tokens (its scores differ only in summation order), so the same drafts are accepted.

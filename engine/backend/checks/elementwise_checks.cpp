@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "engine/backend/backend.h"
 #include "engine/backend/op_checks.h"
 #include "engine/core/error.h"
 
@@ -90,6 +91,18 @@ void check_argmax_rows(std::span<const int32_t> ids, const Tensor& x, Device dev
   if (static_cast<int64_t>(ids.size()) != x.dim(0))
     fail(ErrorKind::kInvalidArgument, "argmax_rows: ids holds {} entries for the {} rows of {}", ids.size(), x.dim(0),
          x.describe());
+}
+
+void check_max_rows(const Tensor& best, const Tensor& x, Device device) {
+  check_f32_on("max_rows", "x", x, device);
+  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "max_rows: x must be [R, V], got {}", x.describe());
+  if (x.dim(1) < 1 || x.dim(1) > kMaxRowsColumns)
+    fail(ErrorKind::kInvalidArgument, "max_rows: rows of {} elements (1 to 2^24, an index exact in f32), {}", x.dim(1),
+         x.describe());
+  check_f32_on("max_rows", "best", best, device);
+  check_dims("max_rows", "best", best, {x.dim(0), 2});
+  if (!best.is_contiguous())
+    fail(ErrorKind::kInvalidArgument, "max_rows: best must be contiguous, got {}", best.describe());
 }
 
 void check_mask_columns(const Tensor& x, const Tensor& allowed, Device device) {

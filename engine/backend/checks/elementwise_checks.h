@@ -30,6 +30,8 @@ void check_embedding(const Tensor& y, const Tensor& table, std::span<const int32
 void check_gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows, Device device);
 // argmax_rows: x f32 [R, V] with 1 ≤ V < 2^31, ids [R] (host).
 void check_argmax_rows(std::span<const int32_t> ids, const Tensor& x, Device device);
+// max_rows: x f32 [R, V] with 1 ≤ V ≤ 2^24 (an index exact in f32), best f32 [R, 2] contiguous.
+void check_max_rows(const Tensor& best, const Tensor& x, Device device);
 // mask_columns: x f32 [R, V], allowed i8 [V] contiguous.
 void check_mask_columns(const Tensor& x, const Tensor& allowed, Device device);
 

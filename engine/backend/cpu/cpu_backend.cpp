@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -270,6 +271,25 @@ void CpuBackend::argmax_rows(std::span<int32_t> ids, const Tensor &x) {
     const float *row = row_f32(x, r);
     ids[static_cast<size_t>(r)] =
         static_cast<int32_t>(std::max_element(row, row + V) - row);
+  }
+}
+
+void CpuBackend::max_rows(const Tensor &best, const Tensor &x, bool nan_first) {
+  check_max_rows(best, x, Device::kCpu);
+  const int64_t V = x.dim(1);
+  auto *out = static_cast<float *>(best.data);
+  for (int64_t r = 0; r < x.dim(0); ++r) {
+    const float *row = row_f32(x, r);
+    float m = std::numeric_limits<float>::quiet_NaN();
+    int64_t at = -1;
+    if (nan_first && std::isnan(row[0])) {
+      m = row[0], at = 0;
+    } else {
+      for (int64_t c = 0; c < V; ++c)
+        if (!std::isnan(row[c]) && (at < 0 || row[c] > m)) m = row[c], at = c;
+    }
+    out[2 * r] = m;
+    out[2 * r + 1] = static_cast<float>(at);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/backend/cpu/exp_poly.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/core/error.h"
 #include "engine/core/half.h"
@@ -249,21 +250,17 @@ NINFER_AVX2 void gemm_nn_avx2(const float* a, int64_t as, const float* b, int64_
 // reduction), exp(r) by its degree-7 Taylor polynomial (truncation < 1e-8 relative on [−ln2/2, ln2/2]), times 2^k
 // built in the exponent bits.
 NINFER_AVX2 inline __m256 exp_nonpositive(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3f);
+  using namespace exp_poly;
+  const __m256 lo = _mm256_set1_ps(kUnderflow);
   const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
   x = _mm256_max_ps(lo, x);  // (max returns its second operand when one is NaN: a NaN stays NaN)
-  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 y = _mm256_set1_ps(1.0f / 5040.0f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 720.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 120.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 24.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f / 6.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(0.5f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(kLn2Hi), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(kLn2Lo), r);
+  __m256 y = _mm256_set1_ps(kCoeffs[0]);
+#pragma GCC unroll 8
+  for (int i = 1; i < 8; ++i) y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(kCoeffs[i]));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
   y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
   return _mm256_andnot_ps(underflow, y);

@@ -1,6 +1,6 @@
-// AVX-512 variants of the dense GEMM kernels (f32, bf16 and f16 weights against f32 activations): the AVX2 table
-// with gemm_f32 / gemm_bf16 / gemm_f16 and gemm_pack replaced by 16-lane kernels, twice the FMA width on a CPU with
-// two 512-bit FMA units. Every function carries a target attribute and runs only after the runtime CPU check in
+// AVX-512 variants of the dense GEMM kernels (f32, bf16 and f16 weights against f32 activations), gemm_nn, exp_shift
+// and silu_mul: the AVX2 table with those replaced by 16-lane kernels, twice the FMA width on a CPU with two 512-bit
+// FMA units (gemm_nn, exp_shift and silu_mul give the AVX2 kernels' bits). Every function carries a target attribute and runs only after the runtime CPU check in
 // avx512_kernels().
 //
 // Summation order (the table's contract, as the AVX2 one's with 16 lanes instead of 8): every output y[m][n] is one
@@ -17,6 +17,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/backend/cpu/exp_poly.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/core/error.h"
 #include "engine/core/half.h"
@@ -230,6 +231,157 @@ NINFER_AVX512 void gemm_avx512(const float* x, int64_t xs, int rows, const float
   }
 }
 
+// ---- gemm_nn: C = A·B for the small in-cache products (chunked delta rule, attention's scores and P·V) ----
+// Each output is one FMA chain over k in order, in one lane, as in the AVX2 kernel: the lanes are columns, so the
+// width of a vector changes which columns run together, never an output's bits. A tile of MR rows × 16·NV columns:
+// per k, NV vectors of B's row k against a broadcast of a[m][k] per row (12 × 2 is 24 of the 32 zmm registers).
+template <int MR, int NV>
+NINFER_AVX512 void gemm_nn_tile(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t K,
+                                bool acc) {
+  __m512 t[MR][NV];
+#pragma GCC unroll 12
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) t[m][v] = acc ? _mm512_loadu_ps(c + m * cs + 16 * v) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 bv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + k * bs + 16 * v);
+#pragma GCC unroll 12
+    for (int m = 0; m < MR; ++m) {
+      const __m512 av = _mm512_set1_ps(a[m * as + k]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) t[m][v] = _mm512_fmadd_ps(av, bv[v], t[m][v]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + m * cs + 16 * v, t[m][v]);
+}
+
+// The last N % 16 columns: 8 lanes at a time, then one by one, each output's k order as the tiles'.
+template <int MR>
+NINFER_AVX512 void gemm_nn_tail(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t n,
+                                int64_t N, int64_t K, bool acc) {
+  for (; n + 8 <= N; n += 8) {
+    __m256 t[MR];
+#pragma GCC unroll 12
+    for (int m = 0; m < MR; ++m) t[m] = acc ? _mm256_loadu_ps(c + m * cs + n) : _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; ++k) {
+      const __m256 bv = _mm256_loadu_ps(b + k * bs + n);
+#pragma GCC unroll 12
+      for (int m = 0; m < MR; ++m) t[m] = _mm256_fmadd_ps(_mm256_set1_ps(a[m * as + k]), bv, t[m]);
+    }
+#pragma GCC unroll 12
+    for (int m = 0; m < MR; ++m) _mm256_storeu_ps(c + m * cs + n, t[m]);
+  }
+  for (; n < N; ++n)
+    for (int m = 0; m < MR; ++m) {
+      float s = acc ? c[m * cs + n] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) s = std::fma(a[m * as + k], b[k * bs + n], s);
+      c[m * cs + n] = s;
+    }
+}
+
+template <int MR>
+NINFER_AVX512 void gemm_nn_rows(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs, int64_t N,
+                                int64_t K, bool acc) {
+  int64_t n = 0;
+  for (; n + 32 <= N; n += 32) gemm_nn_tile<MR, 2>(a, as, b + n, bs, c + n, cs, K, acc);
+  for (; n + 16 <= N; n += 16) gemm_nn_tile<MR, 1>(a, as, b + n, bs, c + n, cs, K, acc);
+  gemm_nn_tail<MR>(a, as, b, bs, c, cs, n, N, K, acc);
+}
+
+NINFER_AVX512 void gemm_nn_avx512(const float* a, int64_t as, const float* b, int64_t bs, float* c, int64_t cs,
+                                  int64_t M, int64_t N, int64_t K, bool acc) {
+  int64_t m = 0;
+  for (; m + 12 <= M; m += 12) gemm_nn_rows<12>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc);
+  if (m + 6 <= M) gemm_nn_rows<6>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc), m += 6;
+  switch (M - m) {
+    case 5: gemm_nn_rows<5>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 4: gemm_nn_rows<4>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 3: gemm_nn_rows<3>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 2: gemm_nn_rows<2>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    case 1: gemm_nn_rows<1>(a + m * as, as, b, bs, c + m * cs, cs, N, K, acc); break;
+    default: break;
+  }
+}
+
+// ---- exp_shift and silu_mul: the AVX2 kernels' exp polynomial on 16 lanes ----
+// exp(x) for x ≤ 0, each lane by exactly the AVX2 kernel's operations (kernels_avx2.cpp, exp_nonpositive): the same
+// reduction, polynomial and exponent bits, so the same value; 16 lanes per instruction instead of 8.
+NINFER_AVX512 inline __m512 exp_nonpositive16(__m512 x) {
+  using namespace exp_poly;
+  const __m512 lo = _mm512_set1_ps(kUnderflow);
+  const __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_max_ps(lo, x);  // (max returns its second operand when one is NaN: a NaN stays NaN)
+  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(kLn2Hi), x);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(kLn2Lo), r);
+  __m512 y = _mm512_set1_ps(kCoeffs[0]);
+#pragma GCC unroll 8
+  for (int i = 1; i < 8; ++i) y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kCoeffs[i]));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
+  y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~underflow), y);
+}
+
+// p = exp(x − m) as the AVX2 kernel computes it, and Σ p in its order: one 8-lane sum taking each group of 8 in turn
+// (a 16-lane block adds its low half, then its high half), the last n % 8 one by one with std::exp.
+NINFER_AVX512 float exp_shift_avx512(const float* x, float m, float* p, int64_t n) {
+  const __m512 mv = _mm512_set1_ps(m);
+  __m256 l = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = exp_nonpositive16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
+    _mm512_storeu_ps(p + i, e);
+    l = _mm256_add_ps(l, _mm512_castps512_ps256(e));
+    l = _mm256_add_ps(l, _mm512_extractf32x8_ps(e, 1));
+  }
+  if (i + 8 <= n) {  // one group of 8 left: the low half of a masked 16-lane step
+    const __m512 e = exp_nonpositive16(_mm512_sub_ps(_mm512_maskz_loadu_ps(0x00ff, x + i), mv));
+    _mm256_storeu_ps(p + i, _mm512_castps512_ps256(e));
+    l = _mm256_add_ps(l, _mm512_castps512_ps256(e));
+    i += 8;
+  }
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(l), _mm256_extractf128_ps(l, 1));  // simd::hsum's order
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  float s = _mm_cvtss_f32(h);
+  for (; i < n; ++i) s += (p[i] = std::exp(x[i] - m));
+  return s;
+}
+
+// silu(x) · u as the AVX2 kernel computes it, 16 lanes at a time: x / (1 + e) for x ≥ 0 and x · e / (1 + e) for a set
+// sign bit, e = exp(−|x|); the last n % 16 with the scalar formula where AVX2 would (n % 8) and 8 masked lanes before.
+NINFER_AVX512 inline __m512 silu16(__m512 x) {
+  const __m512 e = exp_nonpositive16(_mm512_or_ps(x, _mm512_set1_ps(-0.0f)));  // exp(−|x|)
+  const __mmask16 negative = _mm512_movepi32_mask(_mm512_castps_si512(x));
+  const __m512 num = _mm512_mask_mul_ps(x, negative, x, e);
+  return _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+NINFER_AVX512 void silu_mul_avx512(const float* g, const float* u, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 s = silu16(_mm512_loadu_ps(g + i));
+    if (u) s = _mm512_mul_ps(s, _mm512_loadu_ps(u + i));
+    _mm512_storeu_ps(y + i, s);
+  }
+  if (i + 8 <= n) {
+    __m512 s = silu16(_mm512_maskz_loadu_ps(0x00ff, g + i));
+    if (u) s = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(0x00ff, u + i));
+    _mm512_mask_storeu_ps(y + i, 0x00ff, s);
+    i += 8;
+  }
+  for (; i < n; ++i) {
+    const float s = g[i] / (1.0f + std::exp(-g[i]));
+    y[i] = u ? s * u[i] : s;
+  }
+}
+
 }  // namespace
 
 const Kernels* avx512_kernels() {
@@ -242,6 +394,9 @@ const Kernels* avx512_kernels() {
     k.gemm_bf16 = gemm_avx512<WBf16>;
     k.gemm_f16 = gemm_avx512<WF16>;
     k.gemm_pack = gemm_pack_avx512;
+    k.gemm_nn = gemm_nn_avx512;
+    k.exp_shift = exp_shift_avx512;
+    k.silu_mul = silu_mul_avx512;
     return &k;
   }();
   return table;

@@ -168,6 +168,12 @@ void CudaBackend::argmax_rows(std::span<int32_t> ids, const Tensor& x) {
   synchronize();
 }
 
+void CudaBackend::max_rows(const Tensor& best, const Tensor& x, bool nan_first) {
+  check_max_rows(best, x, Device::kCuda);
+  kern::max_rows(stream_, rows_of(x), static_cast<float*>(best.data), nan_first);
+  after_launch("max_rows");
+}
+
 void CudaBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
   check_mask_columns(x, allowed, Device::kCuda);
   kern::mask_columns(stream_, rows_of(x), static_cast<const int8_t*>(allowed.data));
