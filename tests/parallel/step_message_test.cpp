@@ -1,5 +1,9 @@
 // The messages rank 0 sends follower processes (engine/parallel/step_message.h): every field survives the bytes, and
 // bytes that are not a message are refused with what is wrong.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -63,6 +67,28 @@ TEST(StepMessage, TheArgmaxFlagSurvivesAndAnyOtherByteIsRefused) {
   ASSERT_EQ(bytes[at], 0);
   bytes[at] = 2;
   EXPECT_NE(error_of(bytes).find("argmax flag 2"), std::string::npos);
+}
+
+// The step_message fuzz target's seeds (tests/fuzz/corpus/step_message) are messages of this build's version: each
+// decodes, so the fuzzer starts past the version check (a version bump must rewrite them).
+TEST(StepMessage, TheFuzzSeedsAreMessagesOfThisVersion) {
+  const std::filesystem::path dir = std::filesystem::path(NINFER_SOURCE_ROOT) / "tests/fuzz/corpus/step_message";
+  int steps = 0, setups = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    SCOPED_TRACE(entry.path().filename().string());
+    if (entry.path().filename() == "setup.bin") {
+      EXPECT_EQ(decode_setup(bytes).tp, 2);
+      ++setups;
+      continue;
+    }
+    const StepMessage m = decode_step(bytes);
+    EXPECT_EQ(encode_step(m), bytes);
+    ++steps;
+  }
+  EXPECT_EQ(steps, 7);
+  EXPECT_EQ(setups, 1);
 }
 
 TEST(StepMessage, StopAndEmptyCheckpointsSurvive) {
