@@ -26,23 +26,41 @@ bool starts_with(const std::string &s, std::string_view p) {
   return s.compare(0, p.size(), p) == 0;
 }
 
-void collect_ids(const nlohmann::json &j, std::vector<int32_t> &out) {
-  if (j.is_number_integer())
-    out.push_back(j.get<int32_t>());
-  else if (j.is_array())
+// eos_token_id is an id or a list of ids (HF's GenerationConfig); anything else in
+// it is refused rather than read (a nested list used to be walked recursively,
+// and an integer beyond int32 was truncated into another id).
+void collect_ids(const nlohmann::json &j, const char *where,
+                 std::vector<int32_t> &out) {
+  auto take = [&](const nlohmann::json &v) {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX
+                                : v.get<int64_t>() < 0 ||
+                                      v.get<int64_t>() > INT32_MAX))
+      fail(ErrorKind::kCorrupt,
+           "{}: eos_token_id {} is not a token id (an integer in [0, 2^31))",
+           where, v.dump());
+    out.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  };
+  if (j.is_array())
     for (const auto &v : j)
-      collect_ids(v, out);
+      take(v);
+  else if (!j.is_null())
+    take(j);
 }
 
 std::vector<int32_t> eos_ids(const nlohmann::json &meta) {
   std::vector<int32_t> ids;
   for (const char *where : {"config", "generation"}) {
+    const char *file = std::string_view(where) == "config"
+                           ? "config.json"
+                           : "generation_config.json";
     const nlohmann::json &j = meta[where];
     if (j.is_object() && j.contains("eos_token_id"))
-      collect_ids(j["eos_token_id"], ids);
+      collect_ids(j["eos_token_id"], file, ids);
     if (j.is_object() && j.contains("text_config") &&
+        j["text_config"].is_object() &&
         j["text_config"].contains("eos_token_id"))
-      collect_ids(j["text_config"]["eos_token_id"], ids);
+      collect_ids(j["text_config"]["eos_token_id"], file, ids);
   }
   return ids;
 }

@@ -133,6 +133,26 @@ TEST(PackRepack, DraftVocabErrors) {
             std::string::npos);
 }
 
+// --draft-vocab forces the checkpoint's eos ids into the draft vocabulary: eos_token_id must be an id or a list of
+// ids; an integer beyond int32 (once truncated into another id), a negative one, a nested list or a string is
+// refused naming the file.
+TEST(PackRepack, DraftVocabRefusesAnEosTokenIdThatIsNoTokenId) {
+  TempDir dir;
+  const std::string ck = dir.file("ck");
+  fs::copy(std::string(NINFER_TEST_DATA) + "/serve/model", ck);
+  for (const char* eos : {"4294967301", "-3", "[1, [2]]", "\"</s>\""}) {
+    SCOPED_TRACE(eos);
+    testing::write_file(ck + "/generation_config.json", std::string(R"({"eos_token_id": )") + eos + "}");
+    const std::string err = pack_error(
+        {.hf_dir = ck, .output = dir.file("o.ninfer"), .draft = {.vocab = 300, .corpus = {kDraft}}});
+    EXPECT_NE(err.find("generation_config.json: eos_token_id"), std::string::npos) << err;
+    EXPECT_NE(err.find("is not a token id"), std::string::npos) << err;
+  }
+  testing::write_file(ck + "/generation_config.json", R"({"eos_token_id": [1, 2]})");
+  EXPECT_NO_THROW(pack_artifact({.hf_dir = ck, .output = dir.file("o.ninfer"),
+                                 .draft = {.vocab = 300, .corpus = {kDraft}}, .show_progress = false}));
+}
+
 // --reasoning-budget N writes the artifact's default reasoning budget into its generation config (ninfer-serve's
 // default when neither the request nor its own flag gives one); a repack keeps it, -1 removes it, and a source whose
 // value is not a token count is refused before anything is written.
