@@ -44,16 +44,22 @@ void reduce_argmax_pairs(std::span<const float> pairs, int size, int64_t vocab, 
 }
 
 void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
-                           const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<int32_t> ids) {
+                           const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<int32_t> ids,
+                           std::span<float> scores) {
   const int64_t R = x.dim(0);
   if (static_cast<int64_t>(ids.size()) != R)
     fail(ErrorKind::kInvalidArgument, "vocab_parallel_argmax: {} ids for {} rows", ids.size(), R);
+  if (!scores.empty() && static_cast<int64_t>(scores.size()) != R * vocab)
+    fail(ErrorKind::kInvalidArgument, "vocab_parallel_argmax: {} scores for {} rows × {}", scores.size(), R, vocab);
   if (R == 0) return;
-  if (!vocab_parallel_argmax_sharded(comm, vocab)) {
+  if (!scores.empty() || !vocab_parallel_argmax_sharded(comm, vocab)) {
     const Tensor logits = scratch.get("logits", {R, vocab});
     vocab_parallel_head(backend, comm, scratch, x, head, logits);
     if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
-    return backend.argmax_rows(ids, logits);
+    backend.argmax_rows(ids, logits);
+    if (scores.empty()) return;
+    backend.copy(Tensor::make(scores.data(), DType::kF32, {R, vocab}, Device::kCpu), logits);
+    return backend.synchronize();
   }
   const WeightShard::Range share = tp_rows(vocab, comm.rank(), comm.size());
   if (head.dim(0) != share.end - share.begin)

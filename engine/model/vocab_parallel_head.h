@@ -26,9 +26,11 @@ bool vocab_parallel_argmax_sharded(const Communicator& comm, int64_t vocab);
 // to −inf: the answer of vocab_parallel_head + mask_columns + argmax_rows, NaN included. One rank: exactly that
 // (scratch "logits" [R, vocab]). Under TP each rank scores its rows tp_rows(vocab) into "logits_part", reduces them
 // to a (maximum, index) pair per row (Backend::max_rows) and only the pairs are gathered ("argmax_pairs"): 8 bytes
-// per row and rank instead of the row. Leaves the stream synchronized.
+// per row and rank instead of the row. With `scores` (host [R, vocab]) the rows are gathered as on one rank and
+// copied there too (after the mask). Leaves the stream synchronized.
 void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
-                           const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<int32_t> ids);
+                           const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<int32_t> ids,
+                           std::span<float> scores = {});
 
 // The rank-order reduction of vocab_parallel_argmax: pairs [R, 2·size] (rank r's (maximum, index) at columns 2r,
 // 2r + 1, from max_rows with nan_first on rank 0 only), rank r's columns starting at tp_rows(vocab, r, size).begin.

@@ -219,15 +219,7 @@ void Dflash2Drafter::propose(std::span<const SeqId> seqs, std::span<const int32_
   // The first maximum of each row, taken where the scores are (S·D ids come to the host, not S·D rows; under TP only
   // each rank's best pair is gathered). Every rank takes the same ids.
   const std::span<int32_t> best = tokens.first(static_cast<size_t>(S * D));
-  if (logits.empty()) {
-    vocab_parallel_argmax(backend_, comm_, scratch_, sel, head_.weight, V, Tensor{}, best);
-  } else {
-    Tensor out = scratch_.get("logits", {S * D, V});
-    vocab_parallel_head(backend_, comm_, scratch_, sel, head_.weight, out);
-    backend_.argmax_rows(best, out);
-    backend_.copy(Tensor::make(logits.data(), DType::kF32, {S * D, V}, Device::kCpu), out);
-    backend_.synchronize();
-  }
+  vocab_parallel_argmax(backend_, comm_, scratch_, sel, head_.weight, V, Tensor{}, best, logits);
   if (!head_.token_ids.empty())
     for (int32_t& id : best) id = head_.token_ids[static_cast<size_t>(id)];
 }

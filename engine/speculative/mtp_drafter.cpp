@@ -280,15 +280,7 @@ void MtpDrafter::score(const Tensor& x, const Tensor& normed, std::span<int32_t>
   // The first maximum of each row (ties go to the lower id), taken where the scores are: R ids come to the host,
   // not R rows of the head's width; under TP only each rank's best pair is gathered. Every rank takes the same ids.
   const std::span<int32_t> best = ids.first(static_cast<size_t>(R));
-  if (logits.empty()) {
-    vocab_parallel_argmax(backend_, comm_, scratch_, normed, w_.head, V, Tensor{}, best);
-  } else {
-    Tensor dev = scratch_.get("logits", {R, V});
-    vocab_parallel_head(backend_, comm_, scratch_, normed, w_.head, dev);
-    backend_.argmax_rows(best, dev);
-    backend_.copy(Tensor::make(logits.data(), DType::kF32, {R, V}, Device::kCpu), dev);
-    backend_.synchronize();
-  }
+  vocab_parallel_argmax(backend_, comm_, scratch_, normed, w_.head, V, Tensor{}, best, logits);
   if (!w_.head_ids.empty())
     for (int32_t& id : best) id = w_.head_ids[static_cast<size_t>(id)];
 }

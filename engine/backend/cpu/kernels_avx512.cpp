@@ -19,6 +19,7 @@
 
 #include "engine/backend/cpu/exp_poly.h"
 #include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/simd_avx2.h"
 #include "engine/core/error.h"
 #include "engine/core/half.h"
 
@@ -346,10 +347,7 @@ NINFER_AVX512 float exp_shift_avx512(const float* x, float m, float* p, int64_t 
     l = _mm256_add_ps(l, _mm512_castps512_ps256(e));
     i += 8;
   }
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(l), _mm256_extractf128_ps(l, 1));  // simd::hsum's order
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  float s = _mm_cvtss_f32(h);
+  float s = simd::hsum(l);  // the AVX2 kernel's reduction of its 8 lanes
   for (; i < n; ++i) s += (p[i] = std::exp(x[i] - m));
   return s;
 }
