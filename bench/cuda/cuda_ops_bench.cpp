@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -257,6 +258,30 @@ int main(int argc, char** argv) {
                 for (int64_t r = 0; r < R; ++r)
                   ids[static_cast<size_t>(r)] = static_cast<int32_t>(
                       std::max_element(host.begin() + r * V, host.begin() + (r + 1) * V) - (host.begin() + r * V));
+              }),
+              double(R) * V * 4);
+      // A sampled step with Qwen's default top_k 20: the first 20 pairs on the device (top_k_rows, read back) against
+      // the rows to the host and the sampler's partial sort there.
+      constexpr int64_t k = 20;
+      Tensor best = pool.f32({R, k, 2});
+      std::vector<float> pairs(static_cast<size_t>(R * k * 2));
+      std::vector<int32_t> order(static_cast<size_t>(V));
+      rep.row(fmt::format("top_k_rows k=20 R={}", R), "[R, 248320]", time_op(*be, reps, [&] {
+                be->top_k_rows(best, x);
+                be->copy(Tensor::make(pairs.data(), DType::kF32, {R, k, 2}, Device::kCpu), best);
+                be->synchronize();
+              }),
+              double(R) * V * 4);
+      rep.row(fmt::format("rows to host + top 20 R={}", R), "[R, 248320]", time_op(*be, reps, [&] {
+                be->copy(Tensor::make(host.data(), DType::kF32, {R, V}, Device::kCpu), x);
+                be->synchronize();
+                for (int64_t r = 0; r < R; ++r) {
+                  const float* l = host.data() + r * V;
+                  std::iota(order.begin(), order.end(), 0);
+                  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+                    return l[a] > l[b] || (l[a] == l[b] && a < b);
+                  });
+                }
               }),
               double(R) * V * 4);
     }

@@ -92,8 +92,10 @@ enum class DeltaRuleAlgo : uint8_t {
 // chunked form is faster from 3 rows of one sequence (ninfer-bench-gdn,
 // docs/benchmarks.md "The recurrent step"); 4 leaves a margin.
 inline constexpr int64_t kDeltaRuleAutoChunkedMin = 4;
-// max_rows writes a column index as an exact f32: rows of at most 2^24 columns.
+// max_rows and top_k_rows write a column index as an exact f32: rows of at most 2^24 columns.
 inline constexpr int64_t kMaxRowsColumns = int64_t{1} << 24;
+// top_k_rows keeps at most this many pairs per row (a sampler's top_k above it takes the rows to the host).
+inline constexpr int64_t kTopKRowsMax = 64;
 
 // Op contract, for every backend:
 //  - Activations are f32 unless stated. Weights (w arguments) may be f32, bf16
@@ -185,6 +187,15 @@ public:
   // ranks' pairs, not their rows, are gathered (vocab_parallel_argmax).
   virtual void max_rows(const Tensor &best, const Tensor &x,
                         bool nan_first) = 0;
+  // best[r, j] = (v, i), j < k: row r's k best entries of x [R, V] f32 (rows
+  // at any stride, 1 ≤ V ≤ 2^24), in the order of top_pair_before
+  // (engine/backend/top_pairs.h): larger value first, equal values by lower
+  // index, NaN after every number; i written as an exact f32. Slots past V
+  // hold (NaN, −1). best f32 [R, k, 2] with 1 ≤ k ≤ kTopKRowsMax, contiguous,
+  // on this backend's device; the op stays on the device (graph-capturable).
+  // A sampled step's top-k candidates (Sampler::plain_top_k) without the rows
+  // leaving the device, and one rank's share of a vocabulary-parallel top-k.
+  virtual void top_k_rows(const Tensor &best, const Tensor &x) = 0;
   // x[r, c] = −inf wherever allowed[c] == 0, in place (the ids a model may
   // not produce: padded vocabulary rows). x [R, V] f32 (rows at any stride);
   // allowed i8 [V], contiguous, on this backend's device.

@@ -95,6 +95,10 @@ void ProfilingBackend::max_rows(const Tensor& best, const Tensor& x, bool nan_fi
   timed("max_rows", 0, [&] { inner_->max_rows(best, x, nan_first); });
 }
 
+void ProfilingBackend::top_k_rows(const Tensor& best, const Tensor& x) {
+  timed("top_k_rows", 0, [&] { inner_->top_k_rows(best, x); });
+}
+
 void ProfilingBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
   timed("mask_columns", 0, [&] { inner_->mask_columns(x, allowed); });
 }

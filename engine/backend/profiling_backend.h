@@ -57,6 +57,7 @@ class ProfilingBackend final : public Backend {
   void embedding(const Tensor& y, const Tensor& table, std::span<const int32_t> ids) override;
   void gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t> rows) override;
   void argmax_rows(std::span<int32_t> ids, const Tensor& x) override;
+  void top_k_rows(const Tensor& best, const Tensor& x) override;
   void max_rows(const Tensor& best, const Tensor& x, bool nan_first) override;
   void mask_columns(const Tensor& x, const Tensor& allowed) override;
   void rms_norm(const Tensor& y, const Tensor& x, const Tensor& w, float eps, float w_offset) override;

@@ -28,11 +28,24 @@ struct ForwardBatch {
 // What a forward hands back of its logit rows (ForwardBatch::logit_rows, R of them): exactly one of
 //  - `rows`: the rows themselves, host f32 [R, vocab];
 //  - `argmax`: each row's greedy choice alone, host [R] (Backend::argmax_rows: the first maximum), so 4 bytes per row
-//    leave a device instead of a row of the head's width (~1 MB at a 248,320-token vocabulary).
+//    leave a device instead of a row of the head's width (~1 MB at a 248,320-token vocabulary);
+//  - `top`: each row's `top_k` first (value, id) pairs, host f32 [R, top_k, 2] (Backend::top_k_rows: by value, ties
+//    by the lower id, ids as exact f32), for sampled choices that need only those (Sampler::candidates_needed).
 // Either way the columns the model may not produce (Model::set_output_mask) are −inf first.
 struct LogitsOut {
   std::span<float> rows = {};
   std::span<int32_t> argmax = {};
+  std::span<float> top = {};
+  int32_t top_k = 0;
+};
+
+// The form of a LogitsOut without its buffers: what rank 0 tells the other ranks of a tensor-parallel group, whose
+// forward must run the same collectives (the rows gathered, or only each rank's best pairs).
+struct LogitsForm {
+  bool argmax = false;
+  int32_t top_k = 0;  // > 0: LogitsOut::top
+  bool operator==(const LogitsForm&) const = default;
+  static LogitsForm of(const LogitsOut& out) { return {!out.argmax.empty(), out.top.empty() ? 0 : out.top_k}; }
 };
 
 // Which target activations a drafter is conditioned on (engine/speculative/drafter.h). Per token row the engine hands over, concatenated in

@@ -37,14 +37,19 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
   if (T == 0) fail(ErrorKind::kInvalidArgument, "forward over an empty batch");
-  if (out.rows.empty() == out.argmax.empty() && R > 0)
-    fail(ErrorKind::kInvalidArgument, "forward: asks for {} the logit rows and their argmax",
-         out.rows.empty() ? "neither" : "both");
+  const int asked = (out.rows.empty() ? 0 : 1) + (out.argmax.empty() ? 0 : 1) + (out.top.empty() ? 0 : 1);
+  if (asked != 1 && R > 0)
+    fail(ErrorKind::kInvalidArgument, "forward: asks for {} of the logit rows, their argmax and their top pairs",
+         asked == 0 ? "none" : "more than one");
   if (!out.rows.empty() && static_cast<int64_t>(out.rows.size()) != R * c.vocab_size)
     fail(ErrorKind::kInvalidArgument, "forward: logits span holds {} floats, {} rows × vocab {} need {}",
          out.rows.size(), R, c.vocab_size, R * c.vocab_size);
   if (!out.argmax.empty() && static_cast<int64_t>(out.argmax.size()) != R)
     fail(ErrorKind::kInvalidArgument, "forward: argmax span holds {} ids for {} logit rows", out.argmax.size(), R);
+  if (!out.top.empty() && (out.top_k < 1 || out.top_k > kTopKRowsMax ||
+                           static_cast<int64_t>(out.top.size()) != R * out.top_k * 2))
+    fail(ErrorKind::kInvalidArgument, "forward: top span holds {} floats for {} rows of top_k {} pairs (1 to {})",
+         out.top.size(), R, out.top_k, kTopKRowsMax);
 
   const int64_t H = c.hidden_size;
   const bool capturing = capture.active();
@@ -60,21 +65,27 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
   const FeatureSpec* features = capturing ? capture.spec : nullptr;
 
   backend_.embedding(scratch_.get("x", {T, H}), w_.embed, batch.tokens);
-  // Under TP a greedy step gathers each rank's best (score, id) pair instead of its scores (vocab_parallel_argmax):
-  // the body then stops at the final-normed rows. Step graphs are off under TP, so a recorded body always has the head.
-  const bool sharded_argmax = !out.argmax.empty() && vocab_parallel_argmax_sharded(comm_, c.vocab_size);
-  const auto run_body = [&](const ForwardBatch& b) { body(b, kv, state, features, /*head=*/!sharded_argmax); };
+  // Under TP a greedy or top-k step gathers each rank's best (score, id) pairs instead of its scores
+  // (vocab_parallel_argmax / vocab_parallel_top): the body then stops at the final-normed rows. Step graphs are off
+  // under TP, so a recorded body always has the head.
+  const bool sharded_choice =
+      (!out.argmax.empty() || !out.top.empty()) && vocab_parallel_choice_sharded(comm_, c.vocab_size);
+  const auto run_body = [&](const ForwardBatch& b) { body(b, kv, state, features, /*head=*/!sharded_choice); };
   if (OpGraph* graph = graphs_ ? graphs_->prepare(batch, features, scratch_.epoch(), run_body) : nullptr)
     graph->replay();
   else
     run_body(batch);
-  if (sharded_argmax) {
-    vocab_parallel_argmax(backend_, comm_, scratch_, scratch_.get("sel", {R, H}), w_.lm_head, c.vocab_size, output_mask_,
-                          out.argmax);
+  if (sharded_choice) {
+    const Tensor sel = scratch_.get("sel", {R, H});
+    if (!out.argmax.empty())
+      vocab_parallel_argmax(backend_, comm_, scratch_, sel, w_.lm_head, c.vocab_size, output_mask_, out.argmax);
+    else
+      vocab_parallel_top(backend_, comm_, scratch_, sel, w_.lm_head, c.vocab_size, output_mask_, out.top_k, out.top);
   } else {
     const Tensor logits = scratch_.get("logits", {R, c.vocab_size});
     if (output_mask_.data != nullptr) backend_.mask_columns(logits, output_mask_);
     if (!out.argmax.empty()) backend_.argmax_rows(out.argmax, logits);
+    else if (!out.top.empty()) top_of_rows(backend_, scratch_, logits, out.top_k, out.top);
     else backend_.copy(Tensor::make(out.rows.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), logits);
   }
   if (capturing)

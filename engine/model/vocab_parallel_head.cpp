@@ -1,7 +1,10 @@
 #include "engine/model/vocab_parallel_head.h"
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
+#include "engine/backend/top_pairs.h"
 #include "engine/core/error.h"
 #include "engine/model/weight_shard.h"
 
@@ -15,7 +18,26 @@ void vocab_parallel_head(Backend& backend, Communicator& comm, ScratchBuffers& s
   comm.all_gather(out, part, backend);
 }
 
-bool vocab_parallel_argmax_sharded(const Communicator& comm, int64_t vocab) {
+namespace {
+
+// This rank's columns of the scores, x · its head rows, masked: scratch "logits_part" [R, its share of vocab].
+Tensor score_share(Backend& backend, const Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
+                   const Tensor& head, int64_t vocab, const Tensor& allowed, const char* who) {
+  const WeightShard::Range share = tp_rows(vocab, comm.rank(), comm.size());
+  if (head.dim(0) != share.end - share.begin)
+    fail(ErrorKind::kInternal, "{}: rank {} holds {} head rows, its share of {} is [{}, {})", who, comm.rank(),
+         head.dim(0), vocab, share.begin, share.end);
+  Tensor part = scratch.get("logits_part", {x.dim(0), head.dim(0)});
+  backend.linear(part, x, head);
+  if (allowed.data != nullptr)
+    backend.mask_columns(part, Tensor::make(static_cast<int8_t*>(allowed.data) + share.begin, DType::kI8,
+                                            {head.dim(0)}, allowed.device));
+  return part;
+}
+
+}  // namespace
+
+bool vocab_parallel_choice_sharded(const Communicator& comm, int64_t vocab) {
   if (comm.size() == 1 || vocab < comm.size()) return false;
   for (int r = 0; r < comm.size(); ++r) {
     const WeightShard::Range share = tp_rows(vocab, r, comm.size());
@@ -43,6 +65,65 @@ void reduce_argmax_pairs(std::span<const float> pairs, int size, int64_t vocab, 
   }
 }
 
+void merge_top_pairs(std::span<const float> pairs, int size, int64_t vocab, int32_t k, std::span<float> top) {
+  if (k < 1) fail(ErrorKind::kInternal, "top pairs: k = {}", k);
+  const size_t K = static_cast<size_t>(k), R = top.size() / (2 * K);
+  if (top.size() != R * 2 * K || pairs.size() != R * static_cast<size_t>(size) * 2 * K)
+    fail(ErrorKind::kInternal, "top pairs: {} floats of {} ranks into {} floats, k = {}", pairs.size(), size,
+         top.size(), k);
+  std::vector<std::pair<float, int64_t>> all;
+  for (size_t r = 0; r < R; ++r) {
+    all.clear();
+    for (int q = 0; q < size; ++q) {
+      const float* mine = pairs.data() + (r * static_cast<size_t>(size) + static_cast<size_t>(q)) * 2 * K;
+      const int64_t begin = tp_rows(vocab, q, size).begin;
+      for (size_t j = 0; j < K && mine[2 * j + 1] >= 0.0f; ++j)
+        all.emplace_back(mine[2 * j], begin + static_cast<int64_t>(mine[2 * j + 1]));
+    }
+    const size_t n = std::min(K, all.size());
+    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(), [](const auto& a, const auto& b) {
+      return top_pair_before(a.first, a.second, b.first, b.second);
+    });
+    float* out = top.data() + r * 2 * K;
+    for (size_t j = 0; j < K; ++j) {
+      out[2 * j] = j < n ? all[j].first : std::numeric_limits<float>::quiet_NaN();
+      out[2 * j + 1] = j < n ? static_cast<float>(all[j].second) : -1.0f;
+    }
+  }
+}
+
+void top_of_rows(Backend& backend, ScratchBuffers& scratch, const Tensor& logits, int32_t k, std::span<float> top) {
+  const int64_t R = logits.dim(0);
+  const Tensor best = scratch.get("top_pair", {R, k, 2});
+  backend.top_k_rows(best, logits);
+  backend.copy(Tensor::make(top.data(), DType::kF32, {R, k, 2}, Device::kCpu), best);
+  backend.synchronize();
+}
+
+void vocab_parallel_top(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
+                        const Tensor& head, int64_t vocab, const Tensor& allowed, int32_t k, std::span<float> top) {
+  const int64_t R = x.dim(0);
+  if (k < 1 || static_cast<int64_t>(top.size()) != R * k * 2)
+    fail(ErrorKind::kInvalidArgument, "vocab_parallel_top: {} floats for {} rows of {} pairs", top.size(), R, k);
+  if (R == 0) return;
+  if (!vocab_parallel_choice_sharded(comm, vocab)) {
+    const Tensor logits = scratch.get("logits", {R, vocab});
+    vocab_parallel_head(backend, comm, scratch, x, head, logits);
+    if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
+    return top_of_rows(backend, scratch, logits, k, top);
+  }
+  const Tensor part = score_share(backend, comm, scratch, x, head, vocab, allowed, "vocab_parallel_top");
+  const Tensor mine = scratch.get("top_pair", {R, k, 2});
+  backend.top_k_rows(mine, part);
+  const int64_t width = 2 * k * static_cast<int64_t>(comm.size());
+  const Tensor all = scratch.get("top_pairs", {R, width});
+  comm.all_gather(all, mine.reshape({R, 2 * k}), backend);
+  std::vector<float> pairs(static_cast<size_t>(R * width));
+  backend.copy(Tensor::make(pairs.data(), DType::kF32, {R, width}, Device::kCpu), all);
+  backend.synchronize();
+  merge_top_pairs(pairs, comm.size(), vocab, k, top);
+}
+
 void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
                            const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<int32_t> ids,
                            std::span<float> scores) {
@@ -52,7 +133,7 @@ void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers&
   if (!scores.empty() && static_cast<int64_t>(scores.size()) != R * vocab)
     fail(ErrorKind::kInvalidArgument, "vocab_parallel_argmax: {} scores for {} rows × {}", scores.size(), R, vocab);
   if (R == 0) return;
-  if (!scores.empty() || !vocab_parallel_argmax_sharded(comm, vocab)) {
+  if (!scores.empty() || !vocab_parallel_choice_sharded(comm, vocab)) {
     const Tensor logits = scratch.get("logits", {R, vocab});
     vocab_parallel_head(backend, comm, scratch, x, head, logits);
     if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
@@ -61,15 +142,7 @@ void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers&
     backend.copy(Tensor::make(scores.data(), DType::kF32, {R, vocab}, Device::kCpu), logits);
     return backend.synchronize();
   }
-  const WeightShard::Range share = tp_rows(vocab, comm.rank(), comm.size());
-  if (head.dim(0) != share.end - share.begin)
-    fail(ErrorKind::kInternal, "vocab_parallel_argmax: rank {} holds {} head rows, its share of {} is [{}, {})",
-         comm.rank(), head.dim(0), vocab, share.begin, share.end);
-  Tensor part = scratch.get("logits_part", {R, head.dim(0)});
-  backend.linear(part, x, head);
-  if (allowed.data != nullptr)
-    backend.mask_columns(part, Tensor::make(static_cast<int8_t*>(allowed.data) + share.begin, DType::kI8,
-                                            {head.dim(0)}, allowed.device));
+  const Tensor part = score_share(backend, comm, scratch, x, head, vocab, allowed, "vocab_parallel_argmax");
   Tensor mine = scratch.get("argmax_pair", {R, 2});
   backend.max_rows(mine, part, /*nan_first=*/comm.rank() == 0);
   Tensor all = scratch.get("argmax_pairs", {R, 2 * static_cast<int64_t>(comm.size())});

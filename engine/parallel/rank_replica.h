@@ -31,9 +31,9 @@ struct RankReplica {
 
   // Rank 0's GDN state operation, done on this rank's rows.
   void apply(const StateOp& op);
-  // The same forward rank 0 runs (its collectives meet rank 0's): with `argmax`, rank 0 asked for the rows' greedy
-  // choice (LogitsOut::argmax), else for the rows. This rank's copy of the answer is dropped.
-  void forward(const ForwardBatch& batch, bool argmax);
+  // The same forward rank 0 runs (its collectives meet rank 0's), asking for the logit rows in the `form` rank 0 asked
+  // for (the rows, their argmax or their top pairs: LogitsOut). This rank's copy of the answer is dropped.
+  void forward(const ForwardBatch& batch, LogitsForm form);
 
   std::unique_ptr<Backend> backend;
   std::unique_ptr<WeightStore> weights;
@@ -42,6 +42,7 @@ struct RankReplica {
   std::unique_ptr<LinearStateCache> state;
   std::vector<float> logits;
   std::vector<int32_t> argmax;
+  std::vector<float> top;
 };
 
 }  // namespace ninfer

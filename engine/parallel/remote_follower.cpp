@@ -69,7 +69,7 @@ void run_tp_follower(const Artifact& artifact, const ModelConfig& config, GlooGr
       case StepMessage::Kind::kStop: break;
       case StepMessage::Kind::kPing: continue;
       case StepMessage::Kind::kForward:
-        replica.forward(message.batch(), message.argmax);
+        replica.forward(message.batch(), message.logits);
         ++steps;
         continue;
       case StepMessage::Kind::kDraftBuild:

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/backend/backend.h"
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -12,7 +13,7 @@ namespace {
 
 constexpr char kMagic[4] = {'N', 'T', 'P', 'S'};
 constexpr char kSetupMagic[4] = {'N', 'T', 'P', 'G'};
-constexpr uint16_t kVersion = 5;  // 2: drafter calls; 3: bf16_activations; 4: the setup's backend; 5: argmax
+constexpr uint16_t kVersion = 6;  // 2: drafter calls; 3: bf16_activations; 4: the setup's backend; 5: argmax; 6: top_k
 
 class Writer {
  public:
@@ -91,10 +92,10 @@ std::vector<Op> get_ops(Reader& r, const char* what, Fields fields) {
 
 }  // namespace
 
-StepMessage StepMessage::forward(const ForwardBatch& b, std::vector<StateOp> state_ops, bool argmax) {
+StepMessage StepMessage::forward(const ForwardBatch& b, std::vector<StateOp> state_ops, LogitsForm logits) {
   StepMessage m;
   m.kind = Kind::kForward;
-  m.argmax = argmax;
+  m.logits = logits;
   m.state_ops = std::move(state_ops);
   m.tokens = copy(b.tokens);
   m.positions = copy(b.positions);
@@ -250,7 +251,8 @@ std::vector<char> encode_step(const StepMessage& m) {
   }
   if (m.kind == StepMessage::Kind::kForward) {
     w.put<int32_t>(m.max_blocks);
-    w.put<uint8_t>(m.argmax ? 1 : 0);
+    w.put<uint8_t>(m.logits.argmax ? 1 : 0);
+    w.put<int32_t>(m.logits.top_k);
     for (const auto* a : {&m.tokens, &m.positions, &m.q_start, &m.seq_len, &m.state_slot, &m.block_table, &m.kv_slots,
                           &m.logit_rows, &m.checkpoint_slot})
       w.put_array(*a);
@@ -300,7 +302,11 @@ StepMessage decode_step(std::span<const char> bytes) {
     m.max_blocks = r.get<int32_t>("max_blocks");
     const uint8_t argmax = r.get<uint8_t>("the argmax flag");
     if (argmax > 1) fail(ErrorKind::kCorrupt, "tensor-parallel step message: argmax flag {}", argmax);
-    m.argmax = argmax != 0;
+    m.logits.argmax = argmax != 0;
+    m.logits.top_k = r.get<int32_t>("top_k");
+    if (m.logits.top_k < 0 || m.logits.top_k > kTopKRowsMax || (m.logits.argmax && m.logits.top_k != 0))
+      fail(ErrorKind::kCorrupt, "tensor-parallel step message: top_k {}{} (0 to {}, 0 with the argmax)",
+           m.logits.top_k, m.logits.argmax ? " with the argmax" : "", kTopKRowsMax);
     m.tokens = r.get_array("tokens");
     m.positions = r.get_array("positions");
     m.q_start = r.get_array("q_start");

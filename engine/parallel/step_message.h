@@ -42,7 +42,7 @@ struct StepMessage {
   std::vector<int32_t> tokens, positions, q_start, seq_len, state_slot, block_table, kv_slots, logit_rows,
       checkpoint_slot;
   int32_t max_blocks = 0;
-  bool argmax = false;  // rank 0 asks for the logit rows' greedy choice, not the rows (LogitsOut)
+  LogitsForm logits;  // what rank 0 asks of the logit rows: the rows, their argmax or their top pairs (LogitsOut)
   // kDraftBuild: how to build this rank's share of the drafter.
   DrafterRecipe recipe;
   DrafterLimits limits;
@@ -54,7 +54,7 @@ struct StepMessage {
   std::vector<int64_t> propose_seqs;
   int32_t propose_k = 0;
 
-  static StepMessage forward(const ForwardBatch& batch, std::vector<StateOp> state_ops, bool argmax = false);
+  static StepMessage forward(const ForwardBatch& batch, std::vector<StateOp> state_ops, LogitsForm logits = {});
   static StepMessage stop();
   static StepMessage ping();
   static StepMessage draft_build(const DrafterRecipe& recipe, const DrafterLimits& limits);

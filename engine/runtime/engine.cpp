@@ -379,25 +379,19 @@ void Engine::draft(const std::vector<ScheduledChunk>& plan) {
   spec_->draft(draft_reqs_);
 }
 
-std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, std::span<const float> logits,
-                                                 std::span<const int32_t> argmax, std::vector<OutputToken>& out) {
+std::optional<FinishReason> Engine::commit_block(Sequence& s, size_t chunk, const StepRows& rows_of_block,
+                                                 std::vector<OutputToken>& out) {
   const std::span<const int32_t> block = spec_->block(static_cast<size_t>(block_of_[chunk]));
   const int32_t k = static_cast<int32_t>(block.size()) - 1;
-  const size_t V = static_cast<size_t>(config_.vocab_size);
   const int64_t begin = s.computed;  // the pending token's position
   std::optional<FinishReason> reason;
   int32_t rows = 0, accepted = 0;  // committed rows of the block, accepted drafts
   for (int32_t j = 0; j <= k; ++j) {
     bool ok = false, forced = false;
     const int32_t draft = j < k ? block[static_cast<size_t>(j) + 1] : -1;
-    SampledToken tok;
-    if (!argmax.empty()) {
-      const int32_t best = argmax[static_cast<size_t>(j)];
-      tok = j < k ? s.sampler->verify_argmax(best, draft, ok) : s.sampler->take_argmax(best);
-    } else {
-      std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(j) * V), V, row_.begin());
-      tok = j < k ? s.sampler->verify(row_, draft, ok) : s.sampler->sample(row_);
-    }
+    const size_t row = static_cast<size_t>(j);
+    const SampledToken tok = j < k ? rows_of_block.verify(*s.sampler, row, draft, ok, row_)
+                                   : rows_of_block.sample(*s.sampler, row, row_);
     ++rows;
     accepted += ok ? 1 : 0;
     reason = commit(s, tok, out, forced);
@@ -436,8 +430,7 @@ void Engine::step() {
     return;
   }
   const auto now = Clock::now();
-  std::span<const float> logits;
-  std::span<const int32_t> argmax;  // instead of logits when every row the step samples from is a plain greedy choice
+  StepRows answer{.vocab = static_cast<size_t>(config_.vocab_size)};  // the step's logit rows, in the form it asked
   try {
     failpoint("engine.step");
     draft(plan);
@@ -456,18 +449,22 @@ void Engine::step() {
       steps_.push_back(st);
     }
     const FeatureSpec* capture = spec_ ? &spec_->features() : nullptr;
-    if (argmax_suffices(plan)) {
-      argmax = runner_->step_argmax(steps_, capture);
-      argmax_rows_ += static_cast<int64_t>(argmax.size());
+    const LogitsForm form = logits_form(plan);
+    if (form.argmax) {
+      answer.argmax = runner_->step_argmax(steps_, capture);
+      argmax_rows_ += static_cast<int64_t>(answer.argmax.size());
+    } else if (form.top_k > 0) {
+      answer.top = runner_->step_top(steps_, form.top_k, capture);
+      answer.k = form.top_k;
+      top_rows_ += static_cast<int64_t>(answer.top.size()) / (2 * form.top_k);
     } else {
-      logits = runner_->step(steps_, capture);
+      answer.logits = runner_->step(steps_, capture);
     }
   } catch (const std::exception& e) {
     spdlog::error("engine step failed: {}", e.what());
     for (auto& c : plan) finish(scheduler_->remove(c.seq->id), FinishReason::kError, e.what());
     plan.clear();
   }
-  const size_t V = static_cast<size_t>(config_.vocab_size);
   const size_t width = spec_ ? static_cast<size_t>(spec_->features().width(config_.hidden_size)) : 0;
   const std::span<const float> features = runner_->features();
   size_t logit_row = 0;
@@ -475,27 +472,21 @@ void Engine::step() {
     Sequence& s = *plan[i].seq;
     const int64_t begin = plan[i].begin;
     const size_t nrows = steps_[i].all_logits ? steps_[i].tokens.size() : 1;
-    const std::span<const float> rows = logits.empty() ? logits : logits.subspan(logit_row * V, nrows * V);
-    const std::span<const int32_t> ids = argmax.empty() ? argmax : argmax.subspan(logit_row, nrows);
+    const StepRows rows = answer.slice(logit_row, nrows);
     logit_row += nrows;
     std::optional<FinishReason> reason;
     std::vector<OutputToken> out;
     std::string sampling_failed;  // a request's constraint refused a token: that request ends, the others go on
     try {
       if (block_of_[i] >= 0) {
-        reason = commit_block(s, i, rows, ids, out);
+        reason = commit_block(s, i, rows, out);
       } else {
         s.computed = plan[i].end;
         if (prefix_) note_progress(s, begin);
         if (!s.prefilling()) {  // a prompt chunk that does not finish the prompt has nothing to sample
           if (s.completion_tokens() == 0) s.prefill_done = Clock::now();
           bool forced = false;
-          if (!ids.empty()) {
-            reason = commit(s, s.sampler->take_argmax(ids[0]), out, forced);
-          } else {
-            std::copy_n(rows.begin(), V, row_.begin());
-            reason = commit(s, s.sampler->sample(row_), out, forced);
-          }
+          reason = commit(s, rows.sample(*s.sampler, 0, row_), out, forced);
         }
       }
     } catch (const std::exception& e) {
@@ -577,14 +568,22 @@ void Engine::keep_prefix(const Sequence& s) {
   }
 }
 
-bool Engine::argmax_suffices(const std::vector<ScheduledChunk>& plan) const {
-  if (!options_.backend_argmax) return false;
+LogitsForm Engine::logits_form(const std::vector<ScheduledChunk>& plan) const {
+  if (!options_.backend_choice) return {};
+  int32_t k = 0;
+  bool greedy = true;
   for (size_t i = 0; i < plan.size(); ++i) {
     const Sequence& s = *plan[i].seq;
     const bool samples = block_of_[i] >= 0 || plan[i].end >= s.prompt_len;  // a verify block, or a row after the prompt
-    if (samples && !s.sampler->plain_greedy()) return false;
+    if (!samples) continue;
+    const int32_t need = s.sampler->candidates_needed();
+    if (need == 0) return {};
+    greedy = greedy && s.sampler->plain_greedy();
+    k = std::max(k, need);
   }
-  return true;
+  if (greedy) return {.argmax = true};
+  if (k > kTopKRowsMax || config_.vocab_size > kMaxRowsColumns) return {};
+  return {.top_k = k};
 }
 
 void Engine::publish_stats() {
@@ -597,6 +596,7 @@ void Engine::publish_stats() {
   stats_.kv_blocks_allocated = runner_->kv().used_blocks();
   stats_.spec = spec_totals_;
   stats_.argmax_rows = argmax_rows_;
+  stats_.top_rows = top_rows_;
   if (const StepGraphStats* g = model_->step_graph_stats()) stats_.step_graphs = *g;
 }
 

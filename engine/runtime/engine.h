@@ -25,6 +25,7 @@
 #include "engine/runtime/prefix_cache.h"
 #include "engine/runtime/request.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/runtime/step_rows.h"
 #include "engine/speculative/drafter.h"
 #include "engine/speculative/spec_decoder.h"
 
@@ -78,9 +79,11 @@ struct EngineOptions {
   // are refused.
   std::vector<uint8_t> output_ids = {};
   // Steps whose every sampled row is a plain greedy choice (no logprobs, logit_bias, penalties or constraint) take
-  // the rows' argmax on the backend and bring back only the ids (Backend::argmax_rows); off: every row comes back
-  // whole and the host chooses. The same tokens either way.
-  bool backend_argmax = true;
+  // the rows' argmax on the backend and bring back only the ids (Backend::argmax_rows); steps whose every sampled row
+  // is plain greedy or a plain top-k draw with top_k ≤ kTopKRowsMax bring back only each row's first top_k (value, id)
+  // pairs (Backend::top_k_rows; Sampler::candidates_needed). Off: every row comes back whole and the host chooses.
+  // The same tokens and the same random draws either way (rows without NaN).
+  bool backend_choice = true;
 };
 
 // The limits the engine builds its drafter with, for a context of max_context tokens (the memory plan asks for other
@@ -105,8 +108,10 @@ struct EngineStats {
   int64_t passed_over = 0;
   SpecStats spec;               // speculative decoding totals since the engine started (all zero without a drafter)
   // Logit rows whose greedy choice the backend made, handing back the id alone instead of the row
-  // (EngineOptions::backend_argmax), since the engine started.
+  // (EngineOptions::backend_choice), since the engine started.
   int64_t argmax_rows = 0;
+  // Logit rows handed back as their first top_k (value, id) pairs instead of the row (EngineOptions::backend_choice).
+  int64_t top_rows = 0;
   PrefixCacheStats prefix;      // all zero without prefix reuse
   StepGraphStats step_graphs;   // rank 0's op graphs (all zero with step_graphs off or unsupported)
 };
@@ -144,9 +149,10 @@ class Engine {
   void publish_stats();  // engine thread: copies the scheduler's counts into stats_
   void finish(std::unique_ptr<Sequence> seq, FinishReason reason, std::string error = {});
   void append_output(Sequence& seq, const SampledToken& token, std::vector<OutputToken>& out, bool forced);
-  // Whether every row the step of `plan` samples from is a plain greedy choice (Sampler::plain_greedy), so the backend
-  // may hand back the rows' argmax instead of the rows (EngineOptions::backend_argmax).
-  bool argmax_suffices(const std::vector<ScheduledChunk>& plan) const;
+  // How the step of `plan` asks for its logit rows (EngineOptions::backend_choice): their argmax when every row it
+  // samples from is a plain greedy choice, their first top_k pairs when every one needs only those
+  // (Sampler::candidates_needed), else the rows.
+  LogitsForm logits_form(const std::vector<ScheduledChunk>& plan) const;
   // Hands tokens to the request's observer; whatever it throws ends that request alone: returns the error then.
   std::optional<std::string> deliver(Sequence& seq, std::span<const OutputToken> tokens);
   // Appends a sampled token, then whatever the controller forces after it (setting `forced`), as plain decode does;
@@ -157,9 +163,8 @@ class Engine {
   void draft(const std::vector<ScheduledChunk>& plan);
   // Commits the verified block of plan entry `chunk` from its logits rows, rolls KV and GDN state back to the
   // committed rows, and returns why the sequence ends, if it does.
-  // The rows come as logits, or (plain greedy) as their argmax ids: the other span is empty.
-  std::optional<FinishReason> commit_block(Sequence& s, size_t chunk, std::span<const float> logits,
-                                           std::span<const int32_t> argmax, std::vector<OutputToken>& out);
+  std::optional<FinishReason> commit_block(Sequence& s, size_t chunk, const StepRows& rows,
+                                           std::vector<OutputToken>& out);
   // Prefix reuse: at admission, start `s` from the longest cached prefix of its prompt; after a step that brought
   // `s` from `begin` to s.computed, record what the cache should keep; when `s` ends, hand its blocks to the cache.
   void reuse_prefix(Sequence& s);
@@ -186,6 +191,7 @@ class Engine {
   std::vector<DraftRequest> draft_reqs_;
   std::vector<int32_t> block_of_;  // per plan entry: index of its drafted block, −1 = plain decode / prefill
   int64_t argmax_rows_ = 0;          // EngineStats::argmax_rows
+  int64_t top_rows_ = 0;             // EngineStats::top_rows
   SpecStats spec_totals_;
 
   mutable std::mutex mu_;

@@ -7,16 +7,22 @@
 namespace ninfer {
 
 std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, const FeatureSpec* capture) {
-  run(steps, capture, false);
+  run(steps, capture, {});
   return logits_;
 }
 
 std::span<const int32_t> ModelRunner::step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture) {
-  run(steps, capture, true);
+  run(steps, capture, {.argmax = true});
   return argmax_;
 }
 
-void ModelRunner::run(std::span<const SequenceStep> steps, const FeatureSpec* capture, bool want_argmax) {
+std::span<const float> ModelRunner::step_top(std::span<const SequenceStep> steps, int32_t k, const FeatureSpec* capture) {
+  if (k < 1) fail(ErrorKind::kInvalidArgument, "a step asking for each row's first {} pairs", k);
+  run(steps, capture, {.top_k = k});
+  return top_;
+}
+
+void ModelRunner::run(std::span<const SequenceStep> steps, const FeatureSpec* capture, LogitsForm form) {
   if (steps.empty()) fail(ErrorKind::kInvalidArgument, "model step without sequences");
   bool any_checkpoint = false;
   for (const auto& s : steps) {
@@ -55,9 +61,13 @@ void ModelRunner::run(std::span<const SequenceStep> steps, const FeatureSpec* ca
   }
   ForwardBatch batch{tokens_, positions_, q_start_, seq_len_, slots_, table_, max_blocks, kv_slots_, rows_, checkpoints_};
   LogitsOut out;
-  if (want_argmax) {
+  if (form.argmax) {
     argmax_.resize(rows_.size());
     out.argmax = argmax_;
+  } else if (form.top_k > 0) {
+    top_.resize(rows_.size() * static_cast<size_t>(form.top_k) * 2);
+    out.top = top_;
+    out.top_k = form.top_k;
   } else {
     logits_.resize(rows_.size() * static_cast<size_t>(model_.config().vocab_size));
     out.rows = logits_;

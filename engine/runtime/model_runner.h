@@ -37,6 +37,8 @@ class ModelRunner {
   std::span<const float> step(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr);
   // The same step, returning only each requested logit row's argmax (greedy choices made on the backend, LogitsOut).
   std::span<const int32_t> step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr);
+  // The same step, returning each requested logit row's first k (value, id) pairs, [rows, k, 2] (LogitsOut::top).
+  std::span<const float> step_top(std::span<const SequenceStep> steps, int32_t k, const FeatureSpec* capture = nullptr);
 
   // The last step's features, host f32 [T, capture.width(H)] over all its token rows (empty without capture).
   std::span<const float> features() const { return features_; }
@@ -48,8 +50,8 @@ class ModelRunner {
   LinearStateCache& state() { return state_; }
 
  private:
-  // Packs the batch (reserving KV first) and runs the forward, handing back what `want_argmax` asks for.
-  void run(std::span<const SequenceStep> steps, const FeatureSpec* capture, bool want_argmax);
+  // Packs the batch (reserving KV first) and runs the forward, handing back the logit rows in `form`.
+  void run(std::span<const SequenceStep> steps, const FeatureSpec* capture, LogitsForm form);
 
   Model& model_;
   KvCache& kv_;
@@ -57,7 +59,7 @@ class ModelRunner {
   TpFollowers* ranks_ = nullptr;
   // Reused between steps so a decode step allocates nothing.
   std::vector<int32_t> tokens_, positions_, q_start_, seq_len_, slots_, table_, kv_slots_, rows_, checkpoints_;
-  std::vector<float> logits_, features_;
+  std::vector<float> logits_, features_, top_;
   std::vector<int32_t> argmax_;
 };
 

@@ -86,7 +86,6 @@ TokenDist Sampler::distribution(std::span<float> logits) {
     weights_.assign(1, 1.0);
     return {order_, weights_, 1.0};
   }
-  const float inv_t = 1.0f / params_.temperature;
   const float mx = *std::max_element(logits.begin(), logits.end());
   // Candidates sorted by logit (ties by id, so the order is deterministic).
   order_.resize(logits.size());
@@ -102,12 +101,19 @@ TokenDist Sampler::distribution(std::span<float> logits) {
   } else {
     std::sort(order_.begin(), order_.end(), by_logit);
   }
+  values_.resize(n);
+  for (size_t i = 0; i < n; ++i) values_[i] = logits[static_cast<size_t>(order_[i])];
+  return weigh(n, mx);
+}
+
+TokenDist Sampler::weigh(size_t n, float mx) {
+  const float inv_t = 1.0f / params_.temperature;
   // Masked ids (−inf, EngineOptions::output_ids) sort last and are no candidates at all.
-  while (n > 1 && logits[static_cast<size_t>(order_[n - 1])] == -std::numeric_limits<float>::infinity()) --n;
+  while (n > 1 && values_[n - 1] == -std::numeric_limits<float>::infinity()) --n;
   std::vector<double>& p = weights_;
   p.resize(n);
   double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(static_cast<double>((logits[static_cast<size_t>(order_[i])] - mx) * inv_t));
+  for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(static_cast<double>((values_[i] - mx) * inv_t));
   for (double& v : p) v /= sum;
   // min_p: drop tokens below min_p × the top probability.
   if (params_.min_p > 0.0f) {
@@ -131,6 +137,54 @@ TokenDist Sampler::distribution(std::span<float> logits) {
   return {std::span(order_).first(n), std::span(p).first(n), total};
 }
 
+int32_t Sampler::candidates_needed() const {
+  const SamplingParams& p = params_;
+  const bool plain = !p.logprobs && p.top_logprobs == 0 && p.logit_bias.empty() && p.presence_penalty == 0.0f &&
+                     p.frequency_penalty == 0.0f && p.repetition_penalty == 1.0f && constraint_ == nullptr;
+  if (!plain) return 0;
+  return is_greedy(p) ? 1 : std::max(p.top_k, 0);
+}
+
+TokenDist Sampler::distribution_top(std::span<const float> pairs) {
+  const int32_t need = candidates_needed();
+  if (need < 1) fail(ErrorKind::kInternal, "sampling from a row's first pairs with a sampler that needs the row");
+  if (pairs.size() % 2 != 0 || pairs.size() / 2 < static_cast<size_t>(need))
+    fail(ErrorKind::kInternal, "sampling from {} floats of pairs, {} pairs needed", pairs.size(), need);
+  // The pairs are the row's order already; an empty slot (id −1) only follows every entry of a short row.
+  size_t n = 0;
+  order_.clear(), values_.clear();
+  while (n < static_cast<size_t>(need) && pairs[2 * n + 1] >= 0.0f) {
+    values_.push_back(pairs[2 * n]);
+    order_.push_back(static_cast<int32_t>(pairs[2 * n + 1]));
+    ++n;
+  }
+  if (n == 0) fail(ErrorKind::kInternal, "sampling from pairs that hold no entry");
+  if (is_greedy(params_)) {
+    order_.resize(1);
+    weights_.assign(1, 1.0);
+    return {order_, weights_, 1.0};
+  }
+  return weigh(n, values_[0]);
+}
+
+SampledToken Sampler::draw(const TokenDist& d) { return finish(is_greedy(params_) ? d.ids[0] : sample_token(d, rng_)); }
+
+SampledToken Sampler::judge(const TokenDist& d, int32_t draft, bool& accepted) {
+  if (is_greedy(params_)) {
+    accepted = d.ids[0] == draft;
+    return finish(d.ids[0]);
+  }
+  const DraftVerdict v = verify_one_hot(d, draft, rng_);
+  accepted = v.accepted;
+  return finish(v.token);
+}
+
+SampledToken Sampler::sample_top(std::span<const float> pairs) { return draw(distribution_top(pairs)); }
+
+SampledToken Sampler::verify_top(std::span<const float> pairs, int32_t draft, bool& accepted) {
+  return judge(distribution_top(pairs), draft, accepted);
+}
+
 void Sampler::keep_raw(std::span<const float> logits) {
   if (params_.logprobs) raw_.assign(logits.begin(), logits.end());
 }
@@ -143,12 +197,7 @@ SampledToken Sampler::finish(int32_t id) {
   return out;
 }
 
-bool Sampler::plain_greedy() const {
-  const SamplingParams& p = params_;
-  return is_greedy(p) && !p.logprobs && p.top_logprobs == 0 && p.logit_bias.empty() &&
-         p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f && p.repetition_penalty == 1.0f &&
-         constraint_ == nullptr;
-}
+bool Sampler::plain_greedy() const { return is_greedy(params_) && candidates_needed() == 1; }
 
 SampledToken Sampler::take_argmax(int32_t argmax) {
   if (!plain_greedy()) fail(ErrorKind::kInternal, "take_argmax on a sampler that is not plain greedy");
@@ -163,20 +212,12 @@ SampledToken Sampler::verify_argmax(int32_t argmax, int32_t draft, bool& accepte
 
 SampledToken Sampler::sample(std::span<float> logits) {
   keep_raw(logits);
-  const TokenDist d = distribution(logits);
-  return finish(is_greedy(params_) ? d.ids[0] : sample_token(d, rng_));
+  return draw(distribution(logits));
 }
 
 SampledToken Sampler::verify(std::span<float> logits, int32_t draft, bool& accepted) {
   keep_raw(logits);
-  const TokenDist d = distribution(logits);
-  if (is_greedy(params_)) {
-    accepted = d.ids[0] == draft;
-    return finish(d.ids[0]);
-  }
-  const DraftVerdict v = verify_one_hot(d, draft, rng_);
-  accepted = v.accepted;
-  return finish(v.token);
+  return judge(distribution(logits), draft, accepted);
 }
 
 }  // namespace ninfer

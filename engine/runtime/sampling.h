@@ -64,6 +64,16 @@ class Sampler {
   SampledToken take_argmax(int32_t argmax);
   // verify() for a plain-greedy sampler, given the row's argmax: the draft is accepted iff it is the argmax.
   SampledToken verify_argmax(int32_t argmax, int32_t draft, bool& accepted);
+  // How many of the row's first (value, id) pairs (Backend::top_k_rows's order: by value, ties by the lower id) this
+  // sampler's next choice needs, when nothing but the row's order and values matters: 1 for a plain greedy choice,
+  // top_k for a plain top-k draw (no logprobs, logit_bias, penalties or constraint; temperature, min_p and top_p act
+  // on the top_k alone), 0 when it needs the whole row. Then sample_top / verify_top stand for sample / verify.
+  int32_t candidates_needed() const;
+  // sample() given the row's first `candidates_needed()` or more pairs, host f32 [k, 2] (value, id as an exact f32;
+  // an id of −1 marks an empty slot): the same token, the same draw from the random stream, for a row without NaN.
+  SampledToken sample_top(std::span<const float> pairs);
+  // verify() given the row's first pairs, as sample_top.
+  SampledToken verify_top(std::span<const float> pairs, int32_t draft, bool& accepted);
   // The distribution sample() draws from for these logits (modified in place): the constraint's mask, logit_bias, penalties, then temperature,
   // top-k, min-p, top-p. Greedy: the argmax alone. Valid until the next call on this sampler.
   TokenDist distribution(std::span<float> logits);
@@ -72,6 +82,11 @@ class Sampler {
 
  private:
   void apply_penalties(std::span<float> logits) const;
+  // The distribution over the first n candidates of order_ (sorted by value, values_ their logits), the row's
+  // maximum being `mx`: temperature, the −inf candidates dropped, min_p, top_p.
+  TokenDist weigh(size_t n, float mx);
+  // The distribution of a plain sampler over the pairs (candidates_needed).
+  TokenDist distribution_top(std::span<const float> pairs);
 
   SamplingParams params_;
   LogitConstraint* constraint_ = nullptr;
@@ -81,8 +96,11 @@ class Sampler {
   // Fills `raw` with the log-softmax inputs when logprobs are asked (before any processor touches the logits).
   void keep_raw(std::span<const float> logits);
   SampledToken finish(int32_t id);  // logprobs from raw_, then observe(id)
+  SampledToken draw(const TokenDist& d);                                 // sample()'s draw from d, finished
+  SampledToken judge(const TokenDist& d, int32_t draft, bool& accepted);  // verify()'s verdict on d, finished
 
   std::vector<int32_t> order_;  // scratch: candidate ids
+  std::vector<float> values_;    // scratch: their logits
   std::vector<double> weights_;  // scratch: their weights
   std::vector<float> raw_;       // scratch: raw logits for logprobs
 };

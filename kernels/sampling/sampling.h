@@ -19,6 +19,12 @@ void argmax_rows(cudaStream_t stream, const Rows& x, int32_t* ids);
 // per row, the same reduction as argmax_rows.
 void max_rows(cudaStream_t stream, const Rows& x, float* best, bool nan_first);
 
+// best[r, j] = (value, index as an exact f32), j < k ≤ 64: row r's k first entries of x (f32 [rows, n], n ≤ 2^24) in
+// top_pair_before's order (engine/backend/top_pairs.h: larger first, equal by lower index, NaN after numbers);
+// (NaN, -1) past n. One block per row. Backend::top_k_rows.
+inline constexpr int kTopKRowsLimit = 64;  // == kTopKRowsMax; the kernel's per-thread list
+void top_k_rows(cudaStream_t stream, const Rows& x, float* best, int k);
+
 // x[r, c] = -inf wherever allowed[c] == 0, in place (x f32 [rows, n], allowed [n]).
 void mask_columns(cudaStream_t stream, const Rows& x, const int8_t* allowed);
 

@@ -228,6 +228,92 @@ TEST_P(BackendOps, MaxRowsGivesTheMaximumAndItsFirstIndex) {
   EXPECT_THROW(be->max_rows(none.view(), too_long, false), Error);  // an index beyond 2^24 is not exact in f32
 }
 
+// top_k_rows hands back each row's k first (value, index as an exact f32) pairs in one total order: larger first,
+// equal values (-0 == +0) by the lower index, NaN after every number (by index), (NaN, -1) past the row's end.
+// Answers written by hand; then, on random rows full of ties, every k's pairs are the first k of a larger k's, the
+// first pair is max_rows's, and a strided row's padding is never read. Wrong shapes, k beyond kTopKRowsMax and rows
+// beyond 2^24 columns are refused.
+TEST_P(BackendOps, TopKRowsTakesTheFirstPairsInOneOrder) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    std::vector<float> row;
+    std::vector<std::pair<float, float>> top;  // (value, index) expected, k = top.size()
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 3, 2, -inf, nan, 3, -0.0f, 0.0f}, {{3, 1}, {3, 2}, {3, 6}, {2, 3}, {1, 0}}},
+      {{1, 3, 3, 2, -inf, nan, 3, -0.0f, 0.0f},
+       {{3, 1}, {3, 2}, {3, 6}, {2, 3}, {1, 0}, {-0.0f, 7}, {0.0f, 8}, {-inf, 4}, {nan, 5}}},
+      {{nan, 5}, {{5, 1}, {nan, 0}, {nan, -1}, {nan, -1}}},  // k beyond the row: empty slots
+      {{nan, nan, -inf}, {{-inf, 2}, {nan, 0}}},
+      {{7}, {{7, 0}}},
+      {{inf, 1, inf}, {{inf, 0}, {inf, 2}, {1, 1}}},
+  };
+  const auto same = [](float a, float b) { return std::isnan(a) ? std::isnan(b) : a == b && std::signbit(a) == std::signbit(b); };
+  for (const Case& c : cases) {
+    const int64_t V = static_cast<int64_t>(c.row.size()), k = static_cast<int64_t>(c.top.size());
+    HostTensor x({1, V});
+    x.values = c.row;
+    HostTensor best({1, k, 2});
+    be->top_k_rows(best.view(), x.view());
+    for (int64_t j = 0; j < k; ++j) {
+      EXPECT_TRUE(same(best.values[static_cast<size_t>(2 * j)], c.top[static_cast<size_t>(j)].first))
+          << "row of " << V << ", k " << k << ", slot " << j << ": value " << best.values[static_cast<size_t>(2 * j)];
+      EXPECT_EQ(best.values[static_cast<size_t>(2 * j + 1)], c.top[static_cast<size_t>(j)].second)
+          << "row of " << V << ", k " << k << ", slot " << j;
+    }
+  }
+  for (int64_t V : {1, 63, 1000, 151936}) {
+    const int64_t R = 3, stride = V + 5;
+    std::vector<float> buf(static_cast<size_t>(R * stride), 1e30f);  // the padding would win if it were read
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < V; ++c) buf[static_cast<size_t>(r * stride + c)] = std::round(u(rng) * 4) / 4;
+    const Tensor x = Tensor::strided(buf.data(), DType::kF32, {R, V}, {stride, 1}, Device::kCpu);
+    HostTensor all({R, kTopKRowsMax, 2}), max({R, 2});
+    be->top_k_rows(all.view(), x);
+    be->max_rows(max.view(), x, false);
+    for (int64_t r = 0; r < R; ++r) {
+      EXPECT_EQ(all.values[static_cast<size_t>(r * 2 * kTopKRowsMax)], max.values[static_cast<size_t>(2 * r)]) << V;
+      EXPECT_EQ(all.values[static_cast<size_t>(r * 2 * kTopKRowsMax + 1)], max.values[static_cast<size_t>(2 * r + 1)]) << V;
+      for (int64_t j = 0; j < std::min<int64_t>(V, kTopKRowsMax); ++j) {  // each pair is the row's entry, in order
+        const float v = all.values[static_cast<size_t>(r * 2 * kTopKRowsMax + 2 * j)];
+        const float at = all.values[static_cast<size_t>(r * 2 * kTopKRowsMax + 2 * j + 1)];
+        ASSERT_GE(at, 0.0f);
+        EXPECT_EQ(v, buf[static_cast<size_t>(r * stride + static_cast<int64_t>(at))]);
+        if (j > 0) {
+          const float pv = all.values[static_cast<size_t>(r * 2 * kTopKRowsMax + 2 * j - 2)];
+          const float pat = all.values[static_cast<size_t>(r * 2 * kTopKRowsMax + 2 * j - 1)];
+          EXPECT_TRUE(pv > v || (pv == v && pat < at)) << "V " << V << " slot " << j;
+        }
+      }
+      // No entry left out beats the last one kept.
+      if (V > kTopKRowsMax) {
+        const float last = all.values[static_cast<size_t>(r * 2 * kTopKRowsMax + 2 * kTopKRowsMax - 2)];
+        int64_t above = 0;
+        for (int64_t c = 0; c < V; ++c) above += buf[static_cast<size_t>(r * stride + c)] > last ? 1 : 0;
+        EXPECT_LT(above, kTopKRowsMax) << V;
+      }
+    }
+    for (int64_t k : {1, 5, 20}) {
+      HostTensor some({R, k, 2});
+      be->top_k_rows(some.view(), x);
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t j = 0; j < 2 * k; ++j)
+          EXPECT_TRUE(same(some.values[static_cast<size_t>(r * 2 * k + j)], all.values[static_cast<size_t>(r * 2 * kTopKRowsMax + j)]))
+              << "V " << V << " k " << k << " row " << r << " float " << j;
+    }
+  }
+  HostTensor x({2, 4}), flat({2, 6}), one({1, 3, 2}), odd({2, 3, 3}), none_k({2, 0, 2}), wide({2, kTopKRowsMax + 1, 2});
+  EXPECT_THROW(be->top_k_rows(flat.view(), x.view()), Error);
+  EXPECT_THROW(be->top_k_rows(one.view(), x.view()), Error);
+  EXPECT_THROW(be->top_k_rows(odd.view(), x.view()), Error);
+  EXPECT_THROW(be->top_k_rows(none_k.view(), x.view()), Error);
+  EXPECT_THROW(be->top_k_rows(wide.view(), x.view()), Error);
+  const Tensor too_long = Tensor::make(x.values.data(), DType::kF32, {0, kMaxRowsColumns + 1}, Device::kCpu);
+  HostTensor none({0, 3, 2});
+  EXPECT_THROW(be->top_k_rows(none.view(), too_long), Error);  // an index beyond 2^24 is not exact in f32
+}
+
 TEST_P(BackendOps, RmsNormPlainAndZeroCentred) {
   for (DType dt : kWeightDtypes)
     for (float off : {0.0f, 1.0f}) {

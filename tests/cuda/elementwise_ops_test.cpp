@@ -1,7 +1,7 @@
 // The CUDA elementwise family against the CPU oracle: rms_norm (both offsets, every weight dtype, warp and block
 // rows, the forward's strided per-head q view in place), add_rms_norm, gated_rms_norm, l2_norm, add / silu_mul / sigmoid_mul
 // (strided gate, in place), partial RoPE at long positions, embedding and gather_rows (bit-exact), argmax_rows (the
-// same indices, NaN / -inf / ties planted), max_rows (the same pairs), and the argument
+// same indices, NaN / -inf / ties planted), max_rows and top_k_rows (the same pairs), and the argument
 // errors, which must be the CPU op's own.
 //
 // Tolerances (|got − want| <= atol + rtol·|want|, want = the CPU op):
@@ -465,6 +465,46 @@ TEST(CudaElementwise, MaxRowsEqualsCpu) {
   Both x(HostTensor({2, 4}));
   Both wrong(HostTensor({2, 3}));
   expect_same_error("max_rows best shape", [&](Backend& be, bool g) { be.max_rows(wrong.t(g), x.t(g), false); });
+}
+
+// ---- top_k_rows: the CPU op's pairs exactly (a sampled step's candidates, one rank's share under TP) ----
+
+TEST(CudaElementwise, TopKRowsEqualsCpu) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(61);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t V : {1, 17, 300, 1025, 124160, 248320}) {
+    const int64_t R = 7;
+    HostTensor x = random_tensor({R, V}, rng, -4, 4);
+    for (auto& v : x.values) v = std::round(v * 2) / 2;  // coarse: ties across threads, warps and list ends
+    float* row = x.values.data();
+    if (V > 3) {
+      row[0 * V + 0] = nan, row[0 * V + V - 1] = nan;      // row 0: NaN after every number
+      std::fill(row + 1 * V, row + 2 * V, -inf);            // row 1: all masked
+      row[1 * V + V - 1] = 1;
+      row[2 * V + V / 2] = inf, row[2 * V + 1] = inf;       // row 2: two +inf
+      for (int64_t k = 0; k < V; ++k) row[3 * V + k] = nan;  // row 3: NaN only
+      std::fill(row + 4 * V, row + 5 * V, 0.5f);            // row 4: one value everywhere: the first k ids
+      for (int64_t k = 0; k < V; ++k) row[5 * V + k] = static_cast<float>(k);  // row 5: ascending (every element inserts)
+      row[6 * V + 2] = -0.0f, row[6 * V + 3] = 0.0f;        // row 6: -0 and +0 tie
+    }
+    Both xs(std::move(x), {V + 5, 1});
+    for (int64_t k : {int64_t{1}, int64_t{7}, int64_t{20}, kTopKRowsMax}) {
+      Both best(HostTensor({R, k, 2}));
+      cpu_oracle().top_k_rows(best.h.view(), xs.t(false));
+      gpu().top_k_rows(best.t(true), xs.t(true));
+      const std::vector<float> got = best.gpu_values();
+      for (size_t i = 0; i < got.size(); ++i) {
+        const float want = best.h.values[i];
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << "V " << V << " k " << k << " at " << i;
+        else EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want))
+            << "V " << V << " k " << k << " at " << i << ": " << got[i] << " vs " << want;
+      }
+    }
+  }
+  Both x(HostTensor({2, 4}));
+  Both wrong(HostTensor({2, 3, 3}));
+  expect_same_error("top_k_rows best shape", [&](Backend& be, bool g) { be.top_k_rows(wrong.t(g), x.t(g)); });
 }
 
 // ---- mask_columns: the CPU op's bits exactly ----

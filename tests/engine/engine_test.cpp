@@ -156,7 +156,32 @@ TEST(Engine, ConcurrentRequestsEqualAloneGreedyAndSeeded) {
   EXPECT_EQ(f.engine->stats().running, 0);
 }
 
-// Plain greedy steps take the rows' argmax on the backend (EngineOptions::backend_argmax) and bring back the ids only;
+// One engine over `model` serving `reqs` at once, with the backend's choices (EngineOptions::backend_choice) on or off
+// and an output mask (empty: every id): each request's tokens and logprobs, and how the steps' rows came back.
+struct ChoiceRun {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::vector<float>> logprobs;
+  int64_t argmax_rows = 0, top_rows = 0;
+};
+
+ChoiceRun run_choices(const std::string& model, bool backend_choice, const std::vector<uint8_t>& allowed,
+                      const std::vector<EngineRequest>& reqs) {
+  EngineFixture f(model, {.max_context = 512, .prefill_chunk = 48, .max_concurrency = 5, .threads = 2,
+                          .output_ids = allowed, .backend_choice = backend_choice});
+  std::vector<std::shared_ptr<Collector>> cs;
+  for (const auto& r : reqs) cs.push_back(f.run(r));
+  ChoiceRun out;
+  for (auto& c : cs) {
+    c->wait();
+    out.tokens.push_back(c->tokens);
+    out.logprobs.push_back(c->logprobs);
+  }
+  out.argmax_rows = f.engine->stats().argmax_rows;
+  out.top_rows = f.engine->stats().top_rows;
+  return out;
+}
+
+// Plain greedy steps take the rows' argmax on the backend (EngineOptions::backend_choice) and bring back the ids only;
 // the host path copies every row and chooses. Both give the same tokens: with the output mask (EngineOptions::
 // output_ids, applied on the backend) ruling out the reference's own greedy tokens, and in batches that mix plain
 // greedy requests with those the host must choose for (seeded sampling, logprobs, a penalty), which make those steps
@@ -178,24 +203,8 @@ TEST(Engine, BackendArgmaxChoosesAsTheHostDoes) {
     if (kind == 3) r.sampling.presence_penalty = 0.5f;
     return r;
   };
-  struct Run {
-    std::vector<std::vector<int32_t>> tokens;
-    std::vector<std::vector<float>> logprobs;
-    int64_t argmax_rows = 0;
-  };
-  const auto run = [&](bool backend_argmax, const std::vector<uint8_t>& allowed, const std::vector<EngineRequest>& reqs) {
-    EngineFixture f(model, {.max_context = 512, .prefill_chunk = 48, .max_concurrency = 4, .threads = 2,
-                            .output_ids = allowed, .backend_argmax = backend_argmax});
-    std::vector<std::shared_ptr<Collector>> cs;
-    for (const auto& r : reqs) cs.push_back(f.run(r));
-    Run out;
-    for (auto& c : cs) {
-      c->wait();
-      out.tokens.push_back(c->tokens);
-      out.logprobs.push_back(c->logprobs);
-    }
-    out.argmax_rows = f.engine->stats().argmax_rows;
-    return out;
+  const auto run = [&](bool backend_choice, const std::vector<uint8_t>& allowed, const std::vector<EngineRequest>& reqs) {
+    return run_choices(model, backend_choice, allowed, reqs);
   };
   const std::vector<EngineRequest> greedy = {make(p0, 0), make(1, 0), make(2, 0)};
   const std::vector<EngineRequest> mixed = {make(p0, 0), make(1, 1), make(p0, 2), make(2, 3)};
@@ -205,7 +214,7 @@ TEST(Engine, BackendArgmaxChoosesAsTheHostDoes) {
   for (const bool masked : {false, true}) {
     SCOPED_TRACE(masked ? "masked" : "every id");
     const std::vector<uint8_t> ids = masked ? allowed : std::vector<uint8_t>{};
-    const Run on = run(true, ids, greedy), off = run(false, ids, greedy);
+    const ChoiceRun on = run(true, ids, greedy), off = run(false, ids, greedy);
     EXPECT_EQ(on.tokens, off.tokens);
     EXPECT_GT(on.argmax_rows, 0);
     EXPECT_EQ(off.argmax_rows, 0);
@@ -217,11 +226,59 @@ TEST(Engine, BackendArgmaxChoosesAsTheHostDoes) {
         for (int32_t id : t) EXPECT_TRUE(allowed[static_cast<size_t>(id)]) << "masked id " << id << " produced";
       EXPECT_NE(on.tokens[0][0], want[0]);
     }
-    const Run mix_on = run(true, ids, mixed), mix_off = run(false, ids, mixed);
+    const ChoiceRun mix_on = run(true, ids, mixed), mix_off = run(false, ids, mixed);
     EXPECT_EQ(mix_on.tokens, mix_off.tokens);
     EXPECT_EQ(mix_on.logprobs, mix_off.logprobs);
     EXPECT_EQ(mix_on.tokens[0], on.tokens[0]);  // the plain greedy request as in the all-greedy batch
     EXPECT_EQ(mix_off.argmax_rows, 0);
+  }
+}
+
+// Steps whose sampled rows are all plain top-k draws (or plain greedy) bring back each row's first top_k pairs
+// (Backend::top_k_rows) and draw from those: the same tokens as the host drawing from whole rows, with the same seeds,
+// in one batch of different top_k, top_p, min_p and temperatures beside a greedy request, with and without the output
+// mask; a request that needs its row (logprobs) takes the batch back to whole rows.
+TEST(Engine, BackendTopKDrawsAsTheHostDoes) {
+  const std::string model = "qwen35_untied";
+  const auto make = [&](size_t p, int kind) {
+    EngineRequest r;
+    r.prompt = prompt(model, p);
+    r.max_tokens = 12;
+    r.sampling.seed = 100 + static_cast<uint64_t>(kind);
+    r.sampling.temperature = 0.8f;
+    if (kind == 0) r.sampling.top_k = 20;
+    if (kind == 1) r.sampling.top_k = 5, r.sampling.top_p = 0.9f, r.sampling.temperature = 1.3f;
+    if (kind == 2) r.sampling.top_k = kTopKRowsMax, r.sampling.min_p = 0.05f;
+    if (kind == 3) r.sampling.greedy = true;
+    if (kind == 4) r.sampling.top_k = 20, r.sampling.logprobs = true;
+    return r;
+  };
+  const auto run = [&](bool backend_choice, const std::vector<uint8_t>& allowed, const std::vector<EngineRequest>& reqs) {
+    return run_choices(model, backend_choice, allowed, reqs);
+  };
+  const std::vector<EngineRequest> plain = {make(0, 0), make(1, 1), make(2, 2), make(3, 3)};
+  std::vector<EngineRequest> with_logprobs = plain;
+  with_logprobs.push_back(make(0, 4));
+  std::vector<uint8_t> allowed(static_cast<size_t>(testing::ReferenceModel(model).config.vocab_size), 1);
+  for (size_t id = 0; id < allowed.size(); id += 3) allowed[id] = 0;
+  for (const auto& r : with_logprobs)  // a prompt may not hold an id the model may not produce
+    for (int32_t id : r.prompt) allowed[static_cast<size_t>(id)] = 1;
+  for (const bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked" : "every id");
+    const std::vector<uint8_t> ids = masked ? allowed : std::vector<uint8_t>{};
+    const ChoiceRun on = run(true, ids, plain), off = run(false, ids, plain);
+    EXPECT_EQ(on.tokens, off.tokens);
+    EXPECT_GT(on.top_rows, 0);
+    EXPECT_EQ(off.top_rows, 0);
+    for (const auto& t : on.tokens) {
+      EXPECT_EQ(t.size(), 12u);
+      if (masked)
+        for (int32_t id : t) EXPECT_TRUE(allowed[static_cast<size_t>(id)]) << "masked id " << id << " produced";
+    }
+    EXPECT_NE(on.tokens[0], on.tokens[1]);  // the draws differ from request to request
+    const ChoiceRun mix_on = run(true, ids, with_logprobs), mix_off = run(false, ids, with_logprobs);
+    EXPECT_EQ(mix_on.tokens, mix_off.tokens);
+    EXPECT_EQ(std::vector(mix_on.tokens.begin(), mix_on.tokens.begin() + 4), on.tokens);  // a request's draws alone
   }
 }
 

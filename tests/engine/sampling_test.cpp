@@ -1,6 +1,10 @@
 // Sampler: processors against hand-computed distributions, seeded determinism, logprobs.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <numeric>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -132,6 +136,91 @@ TEST(Sampling, LogitBiasShiftsAndBansButLogprobsStayRaw) {
   Sampler none(all, 1, {});
   auto l2 = logits;
   EXPECT_THROW(none.sample(l2), Error) << "nothing left to choose is an error of the request, not a guess";
+}
+
+// The row's first n (value, id) pairs, sorted here by value then id with a plain std::sort (independent of
+// Backend::top_k_rows, whose own test checks it gives the same): (NaN, -1) past the row.
+std::vector<float> first_pairs(const std::vector<float>& row, size_t n) {
+  std::vector<int32_t> ids(row.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)] ||
+           (row[static_cast<size_t>(a)] == row[static_cast<size_t>(b)] && a < b);
+  });
+  std::vector<float> pairs;
+  for (size_t j = 0; j < n; ++j) {
+    pairs.push_back(j < ids.size() ? row[static_cast<size_t>(ids[j])] : std::numeric_limits<float>::quiet_NaN());
+    pairs.push_back(j < ids.size() ? static_cast<float>(ids[j]) : -1.0f);
+  }
+  return pairs;
+}
+
+// A sampler that needs only the row's first pairs (candidates_needed: 1 for greedy, top_k for a plain top-k draw)
+// draws from them exactly what it draws from the whole row: the same ids, verdicts and random stream, step after
+// step, over temperatures, top_p, min_p, masked (-inf) ids, ties, more pairs than needed and rows shorter than top_k.
+TEST(Sampling, TopPairsDrawWhatTheWholeRowDraws) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  int cases = 0;
+  for (int32_t top_k : {1, 2, 5, 20, 64, 299, 300, 500})
+    for (float temperature : {0.0f, 0.3f, 1.0f, 1.7f})
+      for (auto [top_p, min_p] : {std::pair{1.0f, 0.0f}, {0.9f, 0.0f}, {0.5f, 0.05f}, {1.0f, 0.2f}}) {
+        SamplingParams p;
+        p.top_k = top_k, p.temperature = temperature, p.top_p = top_p, p.min_p = min_p;
+        Sampler whole(p, 99, {}), top(p, 99, {});
+        const int32_t need = top.candidates_needed();
+        ASSERT_EQ(need, temperature == 0.0f ? 1 : top_k);
+        for (int step = 0; step < 40; ++step) {
+          std::vector<float> row(300);
+          for (float& v : row) v = std::round(u(rng) * 3) / 3;  // ties
+          for (size_t i = 0; i < row.size(); i += 7) row[i] = -inf;  // masked ids
+          const std::vector<float> pairs = first_pairs(row, static_cast<size_t>(need) + static_cast<size_t>(step % 3));
+          auto copy = row;
+          if (step % 2 == 0) {
+            const int32_t a = whole.sample(copy).id, b = top.sample_top(pairs).id;
+            ASSERT_EQ(a, b) << "top_k " << top_k << " t " << temperature << " top_p " << top_p << " step " << step;
+          } else {
+            const int32_t draft = static_cast<int32_t>(pairs[2 * static_cast<size_t>(step % std::min(need, 4)) + 1]);
+            bool ok_whole = false, ok_top = false;
+            const int32_t a = whole.verify(copy, draft, ok_whole).id, b = top.verify_top(pairs, draft, ok_top).id;
+            ASSERT_EQ(a, b) << "verify, top_k " << top_k << " t " << temperature << " step " << step;
+            ASSERT_EQ(ok_whole, ok_top);
+          }
+          ++cases;
+        }
+      }
+  EXPECT_EQ(cases, 8 * 4 * 4 * 40);
+}
+
+// Only plain samplers draw from pairs: logprobs, logit_bias, penalties or no top_k need the row (0), and fewer pairs
+// than needed are refused.
+TEST(Sampling, CandidatesNeededAreZeroWhereTheRowMatters) {
+  SamplingParams p;
+  p.top_k = 20;
+  EXPECT_EQ(Sampler(p, 1, {}).candidates_needed(), 20);
+  EXPECT_FALSE(Sampler(p, 1, {}).plain_greedy());
+  for (int which = 0; which < 6; ++which) {
+    SamplingParams q = p;
+    if (which == 0) q.logprobs = true;
+    if (which == 1) q.top_logprobs = 2;
+    if (which == 2) q.logit_bias = {{3, 1.0f}};
+    if (which == 3) q.presence_penalty = 0.5f;
+    if (which == 4) q.repetition_penalty = 1.1f;
+    if (which == 5) q.top_k = 0;
+    EXPECT_EQ(Sampler(q, 1, {}).candidates_needed(), 0) << which;
+  }
+  SamplingParams g;
+  g.greedy = true;
+  EXPECT_EQ(Sampler(g, 1, {}).candidates_needed(), 1);
+  EXPECT_TRUE(Sampler(g, 1, {}).plain_greedy());
+  Sampler s(p, 1, {});
+  const std::vector<float> few = first_pairs(std::vector<float>(30, 1.0f), 19);
+  EXPECT_THROW(s.sample_top(few), Error);
+  SamplingParams bias = p;
+  bias.logit_bias = {{3, 1.0f}};
+  Sampler b(bias, 1, {});
+  EXPECT_THROW(b.sample_top(first_pairs(std::vector<float>(30, 1.0f), 20)), Error);
 }
 
 }  // namespace

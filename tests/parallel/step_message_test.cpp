@@ -1,13 +1,14 @@
 // The messages rank 0 sends follower processes (engine/parallel/step_message.h): every field survives the bytes, and
 // bytes that are not a message are refused with what is wrong.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include <gtest/gtest.h>
 
-#include <string>
-
+#include "engine/backend/backend.h"
 #include "engine/core/error.h"
 #include "engine/parallel/step_message.h"
 
@@ -45,7 +46,7 @@ TEST(StepMessage, AForwardStepSurvivesItsBytes) {
   const StepMessage d = decode_step(encode_step(m));
   EXPECT_EQ(d.kind, StepMessage::Kind::kForward);
   EXPECT_EQ(d.state_ops, m.state_ops);
-  EXPECT_FALSE(d.argmax);
+  EXPECT_EQ(d.logits, LogitsForm{});
   const ForwardBatch a = m.batch(), b = d.batch();
   EXPECT_EQ(b.max_blocks, 3);
   for (auto [x, y] : {std::pair{a.tokens, b.tokens}, {a.positions, b.positions}, {a.q_start, b.q_start},
@@ -54,19 +55,30 @@ TEST(StepMessage, AForwardStepSurvivesItsBytes) {
     EXPECT_EQ(std::vector<int32_t>(x.begin(), x.end()), std::vector<int32_t>(y.begin(), y.end()));
 }
 
-// Whether rank 0 asked for the rows' argmax: the followers must run the same collectives (the ranks' pairs, not rows).
-TEST(StepMessage, TheArgmaxFlagSurvivesAndAnyOtherByteIsRefused) {
+// What rank 0 asked of the logit rows (the rows, their argmax, their first top_k pairs): the followers must run the
+// same collectives. Any other flag byte, a top_k outside [0, kTopKRowsMax] or a top_k beside the argmax is refused.
+TEST(StepMessage, TheLogitsFormSurvivesAndAnyOtherIsRefused) {
   const ForwardBatch empty{};
-  StepMessage m = StepMessage::forward(empty, {}, /*argmax=*/true);
-  EXPECT_TRUE(decode_step(encode_step(m)).argmax);
-  m.argmax = false;
-  std::vector<char> bytes = encode_step(m);
-  EXPECT_FALSE(decode_step(bytes).argmax);
-  // The flag is the byte after the kind, the two op counts and max_blocks.
+  for (const LogitsForm form : {LogitsForm{}, LogitsForm{.argmax = true}, LogitsForm{.top_k = 1},
+                                LogitsForm{.top_k = 20}, LogitsForm{.top_k = static_cast<int32_t>(kTopKRowsMax)}})
+    EXPECT_EQ(decode_step(encode_step(StepMessage::forward(empty, {}, form))).logits, form);
+  std::vector<char> bytes = encode_step(StepMessage::forward(empty, {}));
+  // The flag is the byte after the kind, the two op counts and max_blocks; top_k the int32 after it.
   const size_t at = 4 + 2 + 1 + 4 + 4 + 4;
   ASSERT_EQ(bytes[at], 0);
-  bytes[at] = 2;
-  EXPECT_NE(error_of(bytes).find("argmax flag 2"), std::string::npos);
+  std::vector<char> flag = bytes;
+  flag[at] = 2;
+  EXPECT_NE(error_of(flag).find("argmax flag 2"), std::string::npos);
+  const auto with_top_k = [&](int32_t k, bool argmax) {
+    std::vector<char> b = bytes;
+    b[at] = argmax ? 1 : 0;
+    std::memcpy(b.data() + at + 1, &k, sizeof k);
+    return error_of(b);
+  };
+  EXPECT_EQ(with_top_k(7, false), "");
+  EXPECT_NE(with_top_k(-1, false).find("top_k -1"), std::string::npos);
+  EXPECT_NE(with_top_k(static_cast<int32_t>(kTopKRowsMax) + 1, false).find("top_k 65"), std::string::npos);
+  EXPECT_NE(with_top_k(3, true).find("top_k 3 with the argmax"), std::string::npos);
 }
 
 // The step_message fuzz target's seeds (tests/fuzz/corpus/step_message) are messages of this build's version: each

@@ -1,4 +1,4 @@
-// The engine at tp 2 (and tp 4 on a reference fixture) against tp 1: greedy and seeded-sampled tokens identical, alone
+// The engine at tp 2 (and tp 4 on a reference fixture) against tp 1: greedy, seeded-sampled and seeded top-k tokens identical, alone
 // and in a batch of 4 with chunked prefill, plain, with int8 KV, with --spec mtp and --spec dflash2 (the drafter on
 // rank 0), and with prefix reuse (the same cached tokens); a cancel in the middle frees every block; what TP refuses at
 // start. Prints decode tok/s of the plain runs.
@@ -42,6 +42,7 @@ struct Outputs {
   double decode_tok_s = 0;  // the first request's, alone
   int64_t accepted = 0;     // drafts accepted in all (speculative runs)
   int64_t argmax_rows = 0;  // greedy choices made on the ranks (EngineStats::argmax_rows)
+  int64_t top_rows = 0;     // top-k draws from the ranks' first pairs (EngineStats::top_rows)
 };
 
 std::vector<EngineRequest> requests(int64_t vocab) {
@@ -52,6 +53,7 @@ std::vector<EngineRequest> requests(int64_t vocab) {
     r.max_tokens = i == 0 ? 64 : 24;
     if (i % 2) r.sampling.seed = 500 + i, r.sampling.temperature = 0.9f, r.sampling.top_p = 0.95f;
     else r.sampling.greedy = true;
+    if (i == 3) r.sampling.top_k = 20;  // a plain top-k draw: the ranks' first pairs are gathered, not the rows
     reqs.push_back(r);
   }
   return reqs;
@@ -83,6 +85,7 @@ Outputs run_engine(const Artifact& a, const ModelConfig& c, int tp, const Setup&
   EXPECT_EQ(stats.kv_blocks_allocated, 0);  // no prefix cache here: every block is back on the free list
   out.accepted = stats.spec.accepted_tokens;
   out.argmax_rows = stats.argmax_rows;
+  out.top_rows = stats.top_rows;
   return out;
 }
 
@@ -95,6 +98,8 @@ Outputs expect_tp_equals_tp1(const Artifact& a, int tp, const Setup& setup) {
   EXPECT_EQ(many.tokens, one.tokens) << "tp " << tp << (setup.spec.empty() ? "" : " --spec " + setup.spec);
   // The greedy requests' steps chose on the ranks: each rank's best pair gathered (vocab_parallel_argmax), not the rows.
   EXPECT_GT(many.argmax_rows, 0);
+  // The top-k request's draws came from each rank's first pairs gathered and merged (vocab_parallel_top).
+  EXPECT_GT(many.top_rows, 0);
   if (!setup.spec.empty()) {  // the drafter is wired right under TP only if the target accepts its drafts
     EXPECT_GT(one.accepted, 0);
     // A split drafter drafts TP1's tokens (its scores differ only in summation order), so the same drafts are accepted.

@@ -93,7 +93,7 @@ TEST_F(TinyGreedy, EqualsPlainForEveryKChunkedAndNot) {
   }
 }
 
-// Greedy verification on the backend's argmax (EngineOptions::backend_argmax: only the ids of the K + 1 rows come
+// Greedy verification on the backend's argmax (EngineOptions::backend_choice: only the ids of the K + 1 rows come
 // back) gives the host path's tokens and the same verdict on every draft, with the output mask ruling out the
 // plain run's first token of each request.
 TEST_F(TinyGreedy, BackendArgmaxVerifiesAsTheHostDoes) {
@@ -108,9 +108,9 @@ TEST_F(TinyGreedy, BackendArgmaxVerifiesAsTheHostDoes) {
     for (int32_t k : {1, 3, 7})
       for (Kind kind : {Kind::kMostlyRight, Kind::kRandom}) {
         const std::string label = fmt::format("{} K={}{}", kind_name(kind), k, masked ? " masked" : "");
-        o.backend_argmax = true;
+        o.backend_choice = true;
         const Spec on = run_spec(*model, o, reqs, kind, k, truth);
-        o.backend_argmax = false;
+        o.backend_choice = false;
         const Spec off = run_spec(*model, o, reqs, kind, k, truth);
         EXPECT_EQ(on.run.tokens, off.run.tokens) << label;
         if (!masked) {

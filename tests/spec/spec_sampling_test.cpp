@@ -1,5 +1,6 @@
 // Speculative decoding with sampling in the engine: the first generated tokens follow the same distribution with
-// and without a drafter (two-sample chi-square over many seeds), and the drafts were both accepted and rejected.
+// and without a drafter (two-sample chi-square over many seeds), and the drafts were both accepted and rejected;
+// verification from each row's first top_k pairs gives the whole rows' tokens and verdicts.
 #include <gtest/gtest.h>
 
 #include "tests/spec/chi_square.h"
@@ -46,6 +47,21 @@ TEST(SpecSampling, FirstTokensFollowTheSameDistributionWithAndWithoutDrafts) {
   const SpecStats& st = spec.stats.spec;
   EXPECT_GT(st.accepted_tokens, kRequests / 10) << "the accept path must be exercised";
   EXPECT_LT(st.accepted_tokens, st.drafted_tokens) << "the reject path must be exercised";
+  // top_k 6 with nothing else: the verify rows came back as their first 6 pairs (Sampler::verify_top); the host's
+  // verification of whole rows draws the same tokens and verdicts from the same seeds.
+  EXPECT_GT(spec.stats.top_rows, 0);
+  std::unique_ptr<ContractDrafter> d2 = std::make_unique<OracleDrafter>(FeatureSpec{}, m.config.hidden_size,
+                                                                        int32_t(m.config.vocab_size), truth);
+  std::shared_ptr<ContractDrafter> keep2;
+  EngineOptions rows_o = so;
+  rows_o.drafter = hand_over(d2, keep2);
+  rows_o.backend_choice = false;
+  const EngineRun spec_rows = run_engine(m, rows_o, requests(1000001));
+  EXPECT_EQ(keep2->violation, "");
+  EXPECT_EQ(spec_rows.stats.top_rows, 0);
+  EXPECT_EQ(spec_rows.tokens, spec.tokens);
+  EXPECT_EQ(spec_rows.stats.spec.accepted_tokens, st.accepted_tokens);
+  EXPECT_EQ(spec_rows.stats.spec.accepted_at, st.accepted_at);
 
   // Marginals of tokens 1..3 and the joint of tokens 1 and 2.
   auto histogram = [](const EngineRun& r, auto key) {

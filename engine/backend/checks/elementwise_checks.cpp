@@ -105,6 +105,20 @@ void check_max_rows(const Tensor& best, const Tensor& x, Device device) {
     fail(ErrorKind::kInvalidArgument, "max_rows: best must be contiguous, got {}", best.describe());
 }
 
+void check_top_k_rows(const Tensor& best, const Tensor& x, Device device) {
+  check_f32_on("top_k_rows", "x", x, device);
+  if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "top_k_rows: x must be [R, V], got {}", x.describe());
+  if (x.dim(1) < 1 || x.dim(1) > kMaxRowsColumns)
+    fail(ErrorKind::kInvalidArgument, "top_k_rows: rows of {} elements (1 to 2^24, an index exact in f32), {}",
+         x.dim(1), x.describe());
+  check_f32_on("top_k_rows", "best", best, device);
+  if (best.ndim != 3 || best.dim(0) != x.dim(0) || best.dim(2) != 2 || best.dim(1) < 1 || best.dim(1) > kTopKRowsMax)
+    fail(ErrorKind::kInvalidArgument, "top_k_rows: best must be [{}, k, 2] with 1 ≤ k ≤ {}, got {}", x.dim(0),
+         kTopKRowsMax, best.describe());
+  if (!best.is_contiguous())
+    fail(ErrorKind::kInvalidArgument, "top_k_rows: best must be contiguous, got {}", best.describe());
+}
+
 void check_mask_columns(const Tensor& x, const Tensor& allowed, Device device) {
   check_f32_on("mask_columns", "x", x, device);
   if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "mask_columns: x must be [R, V], got {}", x.describe());

@@ -1,4 +1,4 @@
-// Owns the argument checks of the elementwise family (norms, pointwise ops, RoPE, embedding, gather_rows, argmax_rows, mask_columns) that every
+// Owns the argument checks of the elementwise family (norms, pointwise ops, RoPE, embedding, gather_rows, argmax_rows, max_rows, top_k_rows, mask_columns) that every
 // backend runs before computing, so the CPU and CUDA ops refuse the same arguments with the same errors.
 #pragma once
 
@@ -32,6 +32,8 @@ void check_gather_rows(const Tensor& y, const Tensor& x, std::span<const int32_t
 void check_argmax_rows(std::span<const int32_t> ids, const Tensor& x, Device device);
 // max_rows: x f32 [R, V] with 1 ≤ V ≤ 2^24 (an index exact in f32), best f32 [R, 2] contiguous.
 void check_max_rows(const Tensor& best, const Tensor& x, Device device);
+// top_k_rows: x f32 [R, V] with 1 ≤ V ≤ 2^24, best f32 [R, k, 2] contiguous with 1 ≤ k ≤ kTopKRowsMax.
+void check_top_k_rows(const Tensor& best, const Tensor& x, Device device);
 // mask_columns: x f32 [R, V], allowed i8 [V] contiguous.
 void check_mask_columns(const Tensor& x, const Tensor& allowed, Device device);
 

@@ -174,6 +174,14 @@ void CudaBackend::max_rows(const Tensor& best, const Tensor& x, bool nan_first) 
   after_launch("max_rows");
 }
 
+static_assert(kern::kTopKRowsLimit == kTopKRowsMax, "the top-k kernel's list holds kTopKRowsMax pairs");
+
+void CudaBackend::top_k_rows(const Tensor& best, const Tensor& x) {
+  check_top_k_rows(best, x, Device::kCuda);
+  kern::top_k_rows(stream_, rows_of(x), static_cast<float*>(best.data), static_cast<int>(best.dim(1)));
+  after_launch("top_k_rows");
+}
+
 void CudaBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
   check_mask_columns(x, allowed, Device::kCuda);
   kern::mask_columns(stream_, rows_of(x), static_cast<const int8_t*>(allowed.data));

@@ -1,7 +1,9 @@
 // The vocabulary-parallel greedy choice (engine/model/vocab_parallel_head.h): each rank's (maximum, index) pair from
 // Backend::max_rows, reduced in rank order, gives std::max_element's answer over the whole row — ties across a rank
 // boundary, NaN at the row's first column or at a rank's, a rank of NaN only, every column masked — and, through the
-// in-process group of CPU ranks, the same ids as one rank scoring the whole head, with and without a mask.
+// in-process group of CPU ranks, the same ids as one rank scoring the whole head, with and without a mask. The
+// vocabulary-parallel top-k: each rank's first pairs (Backend::top_k_rows) merged give the whole row's first pairs,
+// on the same adversarial rows and through the group.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -141,7 +143,7 @@ TEST(VocabParallelArgmax, RanksChooseAsOneRankDoes) {
           auto be = make_cpu_backend({.threads = 1});
           ScratchBuffers scratch(*be);
           const WeightShard::Range share = tp_rows(V, r, size);
-          ASSERT_TRUE(vocab_parallel_argmax_sharded(group.rank(r), V));
+          ASSERT_TRUE(vocab_parallel_choice_sharded(group.rank(r), V));
           vocab_parallel_argmax(*be, group.rank(r), scratch, Tensor::make(x.data(), DType::kF32, {R, H}),
                                 Tensor::make(head.data() + share.begin * H, DType::kF32, {share.end - share.begin, H}),
                                 V, mask, got[static_cast<size_t>(r)]);
@@ -152,13 +154,123 @@ TEST(VocabParallelArgmax, RanksChooseAsOneRankDoes) {
   }
 }
 
+// Rows cut as the ranks hold them, each share's k first pairs (top_k_rows), then merge_top_pairs.
+std::vector<float> sharded_top(Backend& be, const std::vector<std::vector<float>>& rows, int size, int32_t k) {
+  const int64_t V = static_cast<int64_t>(rows[0].size()), R = static_cast<int64_t>(rows.size());
+  std::vector<float> pairs(static_cast<size_t>(R * size * 2 * k));
+  for (int q = 0; q < size; ++q) {
+    const WeightShard::Range share = tp_rows(V, q, size);
+    for (int64_t r = 0; r < R; ++r)
+      be.top_k_rows(Tensor::make(pairs.data() + (r * size + q) * 2 * k, DType::kF32, {1, k, 2}),
+                    Tensor::make(const_cast<float*>(rows[static_cast<size_t>(r)].data()) + share.begin, DType::kF32,
+                                 {1, share.end - share.begin}));
+  }
+  std::vector<float> top(static_cast<size_t>(R * 2 * k), -7.0f);
+  merge_top_pairs(pairs, size, V, k, top);
+  return top;
+}
+
+std::vector<float> whole_top(Backend& be, const std::vector<std::vector<float>>& rows, int32_t k) {
+  const int64_t V = static_cast<int64_t>(rows[0].size()), R = static_cast<int64_t>(rows.size());
+  std::vector<float> flat;
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+  std::vector<float> top(static_cast<size_t>(R * 2 * k), -7.0f);
+  be.top_k_rows(Tensor::make(top.data(), DType::kF32, {R, k, 2}), Tensor::make(flat.data(), DType::kF32, {R, V}));
+  return top;
+}
+
+// NaN-aware, sign-aware equality of two pair lists.
+::testing::AssertionResult same_pairs(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " floats";
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::isnan(a[i]) != std::isnan(b[i]) || (!std::isnan(a[i]) && (a[i] != b[i] || std::signbit(a[i]) != std::signbit(b[i]))))
+      return ::testing::AssertionFailure() << "float " << i << " (row pair " << i / 2 << "): " << a[i] << " vs " << b[i];
+  return ::testing::AssertionSuccess();
+}
+
+TEST(VocabParallelTop, RankPairsMergeToTheWholeRowsFirstPairs) {
+  auto be = make_cpu_backend({.threads = 1});
+  const std::vector<std::vector<float>> rows = {
+      {1, 2, 3, 4, 5, 9, 9, 1, 1, 1, 1, 1},
+      {kNan, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+      {3, kNan, kNan, kNan, kNan, kNan, kNan, kNan, kNan, kNan, kNan, kNan},
+      {-kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -5},
+      {kInf, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, kInf},
+      {-0.0f, -1, -1, -1, -1, -1, 0.0f, -1, -1, -1, -1, -1},
+      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+  };
+  // By hand, k = 3: ties across rank boundaries by the lower id, NaN after every number.
+  EXPECT_TRUE(same_pairs(whole_top(*be, rows, 3),
+                         {9, 5, 9, 6, 5, 4,  11, 11, 10, 10, 9, 9,  3, 0, kNan, 1, kNan, 2,  -5, 11, -kInf, 0, -kInf, 1,
+                          kInf, 0, kInf, 11, 1, 1,  -0.0f, 0, 0.0f, 6, -1, 1,  1, 0, 1, 1, 1, 2}));
+  for (int32_t k : {1, 3, 5, 12, 20})
+    for (int size : {2, 3, 4, 12})
+      EXPECT_TRUE(same_pairs(sharded_top(*be, rows, size, k), whole_top(*be, rows, k))) << "k " << k << " size " << size;
+
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> coarse(-3, 3);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::vector<std::vector<float>> random_rows(200, std::vector<float>(37));
+  for (auto& row : random_rows)
+    for (float& v : row) v = u(rng) < 0.05f ? kNan : u(rng) < 0.05f ? -kInf : static_cast<float>(coarse(rng));
+  for (int32_t k : {1, 7, 20, 40})
+    for (int size : {2, 3, 5, 8})
+      EXPECT_TRUE(same_pairs(sharded_top(*be, random_rows, size, k), whole_top(*be, random_rows, k)))
+          << "k " << k << " size " << size;
+
+  std::vector<float> top(6);
+  EXPECT_THROW(merge_top_pairs(std::vector<float>(10), 2, 12, 3, top), Error);  // 1 row of 2 ranks needs 12 floats
+  EXPECT_THROW(merge_top_pairs(std::vector<float>(0), 2, 12, 0, {}), Error);
+}
+
+// Through the in-process group, as RanksChooseAsOneRankDoes: every rank holds the pairs one rank scoring the whole
+// head finds, with and without a mask, for k below and above a share's width.
+TEST(VocabParallelTop, RanksTakeThePairsOneRankTakes) {
+  constexpr int64_t R = 5, H = 24, V = 101;
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> u(-3, 3);
+  std::vector<float> x(static_cast<size_t>(R * H)), head(static_cast<size_t>(V * H));
+  for (float& v : x) v = static_cast<float>(u(rng));
+  for (float& v : head) v = static_cast<float>(u(rng));
+  for (int64_t j : {50, 51, 34, 67, 25, 26, 75, 76}) std::copy_n(head.begin() + H, H, head.begin() + j * H);
+  auto one = make_cpu_backend({.threads = 1});
+  for (bool masked : {false, true})
+    for (int32_t k : {int32_t{1}, int32_t{20}, static_cast<int32_t>(kTopKRowsMax)}) {
+      SCOPED_TRACE(::testing::Message() << "k " << k << (masked ? ", masked" : ""));
+      std::vector<int8_t> allowed(static_cast<size_t>(V), 1);
+      if (masked)
+        for (int64_t j = 0; j < V; j += 2) allowed[static_cast<size_t>(j)] = 0;
+      const Tensor mask = masked ? Tensor::make(allowed.data(), DType::kI8, {V}) : Tensor{};
+      std::vector<float> want(static_cast<size_t>(R * 2 * k), -7.0f);
+      {
+        ScratchBuffers scratch(*one);
+        vocab_parallel_top(*one, single_rank_communicator(), scratch, Tensor::make(x.data(), DType::kF32, {R, H}),
+                           Tensor::make(head.data(), DType::kF32, {V, H}), V, mask, k, want);
+      }
+      for (int size : {2, 3, 4}) {
+        InProcessGroup group(size);
+        std::vector<std::vector<float>> got(static_cast<size_t>(size), std::vector<float>(want.size(), -7.0f));
+        on_ranks(size, [&](int r) {
+          auto be = make_cpu_backend({.threads = 1});
+          ScratchBuffers scratch(*be);
+          const WeightShard::Range share = tp_rows(V, r, size);
+          vocab_parallel_top(*be, group.rank(r), scratch, Tensor::make(x.data(), DType::kF32, {R, H}),
+                             Tensor::make(head.data() + share.begin * H, DType::kF32, {share.end - share.begin, H}), V,
+                             mask, k, got[static_cast<size_t>(r)]);
+        });
+        for (int r = 0; r < size; ++r)
+          EXPECT_TRUE(same_pairs(got[static_cast<size_t>(r)], want)) << "size " << size << " rank " << r;
+      }
+    }
+}
+
 TEST(VocabParallelArgmax, ShardedOnlyWithAColumnPerRank) {
   InProcessGroup group(4);
-  EXPECT_FALSE(vocab_parallel_argmax_sharded(single_rank_communicator(), 1000));
-  EXPECT_TRUE(vocab_parallel_argmax_sharded(group.rank(0), 4));
-  EXPECT_FALSE(vocab_parallel_argmax_sharded(group.rank(0), 3));  // a rank without a column: the scores are gathered
-  EXPECT_TRUE(vocab_parallel_argmax_sharded(group.rank(0), 4 * kMaxRowsColumns));
-  EXPECT_FALSE(vocab_parallel_argmax_sharded(group.rank(0), 4 * kMaxRowsColumns + 1));
+  EXPECT_FALSE(vocab_parallel_choice_sharded(single_rank_communicator(), 1000));
+  EXPECT_TRUE(vocab_parallel_choice_sharded(group.rank(0), 4));
+  EXPECT_FALSE(vocab_parallel_choice_sharded(group.rank(0), 3));  // a rank without a column: the scores are gathered
+  EXPECT_TRUE(vocab_parallel_choice_sharded(group.rank(0), 4 * kMaxRowsColumns));
+  EXPECT_FALSE(vocab_parallel_choice_sharded(group.rank(0), 4 * kMaxRowsColumns + 1));
 }
 
 }  // namespace
