@@ -193,7 +193,7 @@ public:
   // index, NaN after every number; i written as an exact f32. Slots past V
   // hold (NaN, −1). best f32 [R, k, 2] with 1 ≤ k ≤ kTopKRowsMax, contiguous,
   // on this backend's device; the op stays on the device (graph-capturable).
-  // A sampled step's top-k candidates (Sampler::plain_top_k) without the rows
+  // A sampled step's top-k candidates (Sampler::candidates_needed) without the rows
   // leaving the device, and one rank's share of a vocabulary-parallel top-k.
   virtual void top_k_rows(const Tensor &best, const Tensor &x) = 0;
   // x[r, c] = −inf wherever allowed[c] == 0, in place (the ids a model may

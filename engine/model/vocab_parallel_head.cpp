@@ -1,7 +1,5 @@
 #include "engine/model/vocab_parallel_head.h"
 
-#include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "engine/backend/top_pairs.h"
@@ -71,24 +69,16 @@ void merge_top_pairs(std::span<const float> pairs, int size, int64_t vocab, int3
   if (top.size() != R * 2 * K || pairs.size() != R * static_cast<size_t>(size) * 2 * K)
     fail(ErrorKind::kInternal, "top pairs: {} floats of {} ranks into {} floats, k = {}", pairs.size(), size,
          top.size(), k);
-  std::vector<std::pair<float, int64_t>> all;
+  TopPairs first(K);
   for (size_t r = 0; r < R; ++r) {
-    all.clear();
+    first.clear();
     for (int q = 0; q < size; ++q) {
       const float* mine = pairs.data() + (r * static_cast<size_t>(size) + static_cast<size_t>(q)) * 2 * K;
       const int64_t begin = tp_rows(vocab, q, size).begin;
       for (size_t j = 0; j < K && mine[2 * j + 1] >= 0.0f; ++j)
-        all.emplace_back(mine[2 * j], begin + static_cast<int64_t>(mine[2 * j + 1]));
+        first.push(mine[2 * j], begin + static_cast<int64_t>(mine[2 * j + 1]));
     }
-    const size_t n = std::min(K, all.size());
-    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(), [](const auto& a, const auto& b) {
-      return top_pair_before(a.first, a.second, b.first, b.second);
-    });
-    float* out = top.data() + r * 2 * K;
-    for (size_t j = 0; j < K; ++j) {
-      out[2 * j] = j < n ? all[j].first : std::numeric_limits<float>::quiet_NaN();
-      out[2 * j + 1] = j < n ? static_cast<float>(all[j].second) : -1.0f;
-    }
+    first.write(top.data() + r * 2 * K);
   }
 }
 

@@ -1,7 +1,6 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -299,25 +298,12 @@ void CpuBackend::top_k_rows(const Tensor &best, const Tensor &x) {
   check_top_k_rows(best, x, Device::kCpu);
   const int64_t V = x.dim(1), k = best.dim(1);
   auto *out = static_cast<float *>(best.data);
-  std::vector<std::pair<float, int64_t>> top;  // the best so far, in top_pair_before order
+  TopPairs top(static_cast<size_t>(k));
   for (int64_t r = 0; r < x.dim(0); ++r) {
     const float *row = row_f32(x, r);
     top.clear();
-    for (int64_t c = 0; c < V; ++c) {
-      const float v = row[c];
-      if (static_cast<int64_t>(top.size()) == k && !top_pair_before(v, c, top.back().first, top.back().second))
-        continue;
-      if (static_cast<int64_t>(top.size()) == k) top.pop_back();
-      auto at = top.end();  // insertion sort from the back: most entries that get here land near the end
-      while (at != top.begin() && top_pair_before(v, c, std::prev(at)->first, std::prev(at)->second)) --at;
-      top.insert(at, {v, c});
-    }
-    float *o = out + 2 * k * r;
-    for (int64_t j = 0; j < k; ++j) {
-      const bool some = j < static_cast<int64_t>(top.size());
-      o[2 * j] = some ? top[static_cast<size_t>(j)].first : std::numeric_limits<float>::quiet_NaN();
-      o[2 * j + 1] = some ? static_cast<float>(top[static_cast<size_t>(j)].second) : -1.0f;
-    }
+    for (int64_t c = 0; c < V; ++c) top.push(row[c], c);
+    top.write(out + 2 * k * r);
   }
 }
 
