@@ -160,6 +160,10 @@ SamplingFields parse_sampling(const Fields& f) {
       s.logit_bias.emplace_back(static_cast<int32_t>(id), b);
     }
     std::sort(s.logit_bias.begin(), s.logit_bias.end());
+    // Two keys of one id ("7" and "07"): which bias was meant is unclear, so neither is guessed.
+    for (size_t i = 1; i < s.logit_bias.size(); ++i)
+      if (s.logit_bias[i].first == s.logit_bias[i - 1].first)
+        bad_value("logit_bias", fmt::format("token id {} is named by two keys.", s.logit_bias[i].first));
   }
   return s;
 }

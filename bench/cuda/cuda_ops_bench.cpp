@@ -272,6 +272,21 @@ int main(int argc, char** argv) {
                 be->synchronize();
               }),
               double(R) * V * 4);
+      // The same step for requests with a repetition penalty over 4,096 distinct ids (a long prompt's) and a presence
+      // penalty: the edits uploaded and applied (edit_logits), then the pairs; the host path is the row below plus
+      // the same edits on the host.
+      std::vector<LogitEdit> edits;
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < 4096; ++c)
+          edits.push_back({.row = static_cast<int32_t>(r), .col = static_cast<int32_t>(c * (V / 4096)), .scale = 1.1f,
+                           .sub = 0.5f});
+      rep.row(fmt::format("edit_logits 4096/row + top_k_rows k=20 R={}", R), "[R, 248320]", time_op(*be, reps, [&] {
+                be->edit_logits(x, edits);
+                be->top_k_rows(best, x);
+                be->copy(Tensor::make(pairs.data(), DType::kF32, {R, k, 2}, Device::kCpu), best);
+                be->synchronize();
+              }),
+              double(R) * V * 4);
       rep.row(fmt::format("rows to host + top 20 R={}", R), "[R, 248320]", time_op(*be, reps, [&] {
                 be->copy(Tensor::make(host.data(), DType::kF32, {R, V}, Device::kCpu), x);
                 be->synchronize();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/logit_edit.h"
 #include "engine/backend/tensor.h"
 
 namespace ninfer {
@@ -200,6 +201,14 @@ public:
   // not produce: padded vocabulary rows). x [R, V] f32 (rows at any stride);
   // allowed i8 [V], contiguous, on this backend's device.
   virtual void mask_columns(const Tensor &x, const Tensor &allowed) = 0;
+  // x[e.row, e.col] = apply_logit_edit(x[e.row, e.col], e.add, e.scale,
+  // e.sub) for each edit e, in place (engine/backend/logit_edit.h: the
+  // samplers' logit_bias and penalties, the host's arithmetic). x [R, V] f32
+  // (rows at any stride); edits a host span, strictly increasing by (row,
+  // col), each inside x. Before argmax_rows / top_k_rows, so that requests
+  // with penalties or a logit_bias keep their rows on the device too.
+  virtual void edit_logits(const Tensor &x,
+                           std::span<const LogitEdit> edits) = 0;
 
   // ---- elementwise / normalisation (shapes [..., N], any leading dims, in
   // place ok) ---- y = x · rsqrt(mean(x²) + eps) · (w + w_offset) over the last

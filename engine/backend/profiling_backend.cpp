@@ -103,6 +103,10 @@ void ProfilingBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
   timed("mask_columns", 0, [&] { inner_->mask_columns(x, allowed); });
 }
 
+void ProfilingBackend::edit_logits(const Tensor& x, std::span<const LogitEdit> edits) {
+  timed("edit_logits", 0, [&] { inner_->edit_logits(x, edits); });
+}
+
 void ProfilingBackend::argmax_rows(std::span<int32_t> ids, const Tensor& x) {
   timed("argmax_rows", 0, [&] { inner_->argmax_rows(ids, x); });
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace ninfer {
 
@@ -22,6 +23,14 @@ class LogitConstraint {
   // requests can run (docs/constrained-decoding.md), and asks again at the next step. mask() works either way.
   virtual bool ready() { return true; }
   virtual void mask(std::span<float> logits) = 0;
+  // Whether the mask after accepting `ahead` (tokens not accepted yet: a verification block's earlier drafts) sets a
+  // fixed set of ids to −inf and nothing else; if so, appends those ids to `ids` (any order; ids past the logits are
+  // ignored). Then the sampler applies it as logit edits (Sampler::logit_edits), also on a device, and the rows need
+  // not leave it. A constraint that answers true for no `ahead` answers true for any. Default: false.
+  virtual bool banned_ids(std::span<const int32_t> ahead, std::vector<int32_t>& ids) const {
+    (void)ahead, (void)ids;
+    return false;
+  }
   // Throws Error(kInternal) for a token mask() ruled out (a forced token the constraint cannot take).
   virtual void accept(int32_t id) = 0;
 };

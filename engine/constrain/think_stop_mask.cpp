@@ -1,6 +1,7 @@
 // Owns keeping a request from ending inside its open think block (ThinkStopMask).
 #include "engine/constrain/think_stop_mask.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace ninfer {
@@ -18,6 +19,13 @@ void ThinkStopMask::mask(std::span<float> logits) {
       if (id >= 0 && static_cast<size_t>(id) < logits.size())
         logits[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
   if (inner_) inner_->mask(logits);
+}
+
+bool ThinkStopMask::banned_ids(std::span<const int32_t> ahead, std::vector<int32_t>& ids) const {
+  if (inner_) return false;
+  if (open_ && std::find(ahead.begin(), ahead.end(), end_think_) == ahead.end())
+    ids.insert(ids.end(), stop_ids_.begin(), stop_ids_.end());
+  return true;
 }
 
 void ThinkStopMask::accept(int32_t id) {

@@ -20,6 +20,8 @@ class ThinkStopMask final : public LogitConstraint {
   void start(int64_t max_output_tokens) override;
   bool ready() override { return !inner_ || inner_->ready(); }
   void mask(std::span<float> logits) override;
+  // The stop ids while the block is open after `ahead`, none after it: true, unless an inner constraint masks too.
+  bool banned_ids(std::span<const int32_t> ahead, std::vector<int32_t>& ids) const override;
   void accept(int32_t id) override;
   bool open() const { return open_; }
 

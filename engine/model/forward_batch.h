@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/backend/logit_edit.h"
+
 namespace ninfer {
 
 // S sequences bring T new tokens in all; sequence s owns token rows [q_start[s], q_start[s+1]).
@@ -31,16 +33,21 @@ struct ForwardBatch {
 //    leave a device instead of a row of the head's width (~1 MB at a 248,320-token vocabulary);
 //  - `top`: each row's `top_k` first (value, id) pairs, host f32 [R, top_k, 2] (Backend::top_k_rows: by value, ties
 //    by the lower id, ids as exact f32), for sampled choices that need only those (Sampler::candidates_needed).
-// Either way the columns the model may not produce (Model::set_output_mask) are −inf first.
+// Either way the columns the model may not produce (Model::set_output_mask) are −inf first. With `argmax` or `top`,
+// `edits` (the samplers' logit_bias and penalties, Sampler::logit_edits; rows numbered as logit_rows) are applied to
+// the rows after the mask and before the choice (Backend::edit_logits); whole rows come back unedited (the host
+// sampler edits them itself).
 struct LogitsOut {
   std::span<float> rows = {};
   std::span<int32_t> argmax = {};
   std::span<float> top = {};
   int32_t top_k = 0;
+  std::span<const LogitEdit> edits = {};
 };
 
 // The form of a LogitsOut without its buffers: what rank 0 tells the other ranks of a tensor-parallel group, whose
-// forward must run the same collectives (the rows gathered, or only each rank's best pairs).
+// forward must run the same collectives (the rows gathered, or only each rank's best pairs). Rank 0 sends the edits
+// beside it (StepMessage::edits): under a vocabulary-parallel head each rank edits its own share of the columns.
 struct LogitsForm {
   bool argmax = false;
   int32_t top_k = 0;  // > 0: LogitsOut::top

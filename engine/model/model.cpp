@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "engine/backend/checks/elementwise_checks.h"
 #include "engine/core/error.h"
 #include "engine/model/swiglu_mlp.h"
 #include "engine/model/vocab_parallel_head.h"
@@ -50,6 +51,10 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
                            static_cast<int64_t>(out.top.size()) != R * out.top_k * 2))
     fail(ErrorKind::kInvalidArgument, "forward: top span holds {} floats for {} rows of top_k {} pairs (1 to {})",
          out.top.size(), R, out.top_k, kTopKRowsMax);
+  if (!out.edits.empty() && out.argmax.empty() && out.top.empty())
+    fail(ErrorKind::kInvalidArgument, "forward: {} logit edits with whole rows (the host sampler edits those)",
+         out.edits.size());
+  check_logit_edits("forward", out.edits, R, c.vocab_size);
 
   const int64_t H = c.hidden_size;
   const bool capturing = capture.active();
@@ -78,12 +83,15 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
   if (sharded_choice) {
     const Tensor sel = scratch_.get("sel", {R, H});
     if (!out.argmax.empty())
-      vocab_parallel_argmax(backend_, comm_, scratch_, sel, w_.lm_head, c.vocab_size, output_mask_, out.argmax);
+      vocab_parallel_argmax(backend_, comm_, scratch_, sel, w_.lm_head, c.vocab_size, output_mask_, out.argmax, {},
+                            out.edits);
     else
-      vocab_parallel_top(backend_, comm_, scratch_, sel, w_.lm_head, c.vocab_size, output_mask_, out.top_k, out.top);
+      vocab_parallel_top(backend_, comm_, scratch_, sel, w_.lm_head, c.vocab_size, output_mask_, out.top_k, out.top,
+                         out.edits);
   } else {
     const Tensor logits = scratch_.get("logits", {R, c.vocab_size});
     if (output_mask_.data != nullptr) backend_.mask_columns(logits, output_mask_);
+    if (!out.edits.empty()) backend_.edit_logits(logits, out.edits);
     if (!out.argmax.empty()) backend_.argmax_rows(out.argmax, logits);
     else if (!out.top.empty()) top_of_rows(backend_, scratch_, logits, out.top_k, out.top);
     else backend_.copy(Tensor::make(out.rows.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), logits);

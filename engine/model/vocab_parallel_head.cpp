@@ -18,9 +18,22 @@ void vocab_parallel_head(Backend& backend, Communicator& comm, ScratchBuffers& s
 
 namespace {
 
-// This rank's columns of the scores, x · its head rows, masked: scratch "logits_part" [R, its share of vocab].
+// The edits of columns [begin, end), renumbered from begin (still ordered: a filter of an ordered list).
+std::vector<LogitEdit> edits_of_share(std::span<const LogitEdit> edits, int64_t begin, int64_t end) {
+  std::vector<LogitEdit> mine;
+  for (LogitEdit e : edits)
+    if (e.col >= begin && e.col < end) {
+      e.col -= static_cast<int32_t>(begin);
+      mine.push_back(e);
+    }
+  return mine;
+}
+
+// This rank's columns of the scores, x · its head rows, masked and edited: scratch "logits_part" [R, its share of
+// vocab].
 Tensor score_share(Backend& backend, const Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
-                   const Tensor& head, int64_t vocab, const Tensor& allowed, const char* who) {
+                   const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<const LogitEdit> edits,
+                   const char* who) {
   const WeightShard::Range share = tp_rows(vocab, comm.rank(), comm.size());
   if (head.dim(0) != share.end - share.begin)
     fail(ErrorKind::kInternal, "{}: rank {} holds {} head rows, its share of {} is [{}, {})", who, comm.rank(),
@@ -30,6 +43,7 @@ Tensor score_share(Backend& backend, const Communicator& comm, ScratchBuffers& s
   if (allowed.data != nullptr)
     backend.mask_columns(part, Tensor::make(static_cast<int8_t*>(allowed.data) + share.begin, DType::kI8,
                                             {head.dim(0)}, allowed.device));
+  if (!edits.empty()) backend.edit_logits(part, edits_of_share(edits, share.begin, share.end));
   return part;
 }
 
@@ -91,7 +105,8 @@ void top_of_rows(Backend& backend, ScratchBuffers& scratch, const Tensor& logits
 }
 
 void vocab_parallel_top(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
-                        const Tensor& head, int64_t vocab, const Tensor& allowed, int32_t k, std::span<float> top) {
+                        const Tensor& head, int64_t vocab, const Tensor& allowed, int32_t k, std::span<float> top,
+                        std::span<const LogitEdit> edits) {
   const int64_t R = x.dim(0);
   if (k < 1 || static_cast<int64_t>(top.size()) != R * k * 2)
     fail(ErrorKind::kInvalidArgument, "vocab_parallel_top: {} floats for {} rows of {} pairs", top.size(), R, k);
@@ -100,9 +115,10 @@ void vocab_parallel_top(Backend& backend, Communicator& comm, ScratchBuffers& sc
     const Tensor logits = scratch.get("logits", {R, vocab});
     vocab_parallel_head(backend, comm, scratch, x, head, logits);
     if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
+    if (!edits.empty()) backend.edit_logits(logits, edits);
     return top_of_rows(backend, scratch, logits, k, top);
   }
-  const Tensor part = score_share(backend, comm, scratch, x, head, vocab, allowed, "vocab_parallel_top");
+  const Tensor part = score_share(backend, comm, scratch, x, head, vocab, allowed, edits, "vocab_parallel_top");
   const Tensor mine = scratch.get("top_pair", {R, k, 2});
   backend.top_k_rows(mine, part);
   const int64_t width = 2 * k * static_cast<int64_t>(comm.size());
@@ -116,7 +132,7 @@ void vocab_parallel_top(Backend& backend, Communicator& comm, ScratchBuffers& sc
 
 void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
                            const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<int32_t> ids,
-                           std::span<float> scores) {
+                           std::span<float> scores, std::span<const LogitEdit> edits) {
   const int64_t R = x.dim(0);
   if (static_cast<int64_t>(ids.size()) != R)
     fail(ErrorKind::kInvalidArgument, "vocab_parallel_argmax: {} ids for {} rows", ids.size(), R);
@@ -127,12 +143,13 @@ void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers&
     const Tensor logits = scratch.get("logits", {R, vocab});
     vocab_parallel_head(backend, comm, scratch, x, head, logits);
     if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
+    if (!edits.empty()) backend.edit_logits(logits, edits);
     backend.argmax_rows(ids, logits);
     if (scores.empty()) return;
     backend.copy(Tensor::make(scores.data(), DType::kF32, {R, vocab}, Device::kCpu), logits);
     return backend.synchronize();
   }
-  const Tensor part = score_share(backend, comm, scratch, x, head, vocab, allowed, "vocab_parallel_argmax");
+  const Tensor part = score_share(backend, comm, scratch, x, head, vocab, allowed, edits, "vocab_parallel_argmax");
   Tensor mine = scratch.get("argmax_pair", {R, 2});
   backend.max_rows(mine, part, /*nan_first=*/comm.rank() == 0);
   Tensor all = scratch.get("argmax_pairs", {R, 2 * static_cast<int64_t>(comm.size())});

@@ -28,18 +28,22 @@ bool vocab_parallel_choice_sharded(const Communicator& comm, int64_t vocab);
 // (scratch "logits" [R, vocab]). Under TP each rank scores its rows tp_rows(vocab) into "logits_part", reduces them
 // to a (maximum, index) pair per row (Backend::max_rows) and only the pairs are gathered ("argmax_pairs"): 8 bytes
 // per row and rank instead of the row. With `scores` (host [R, vocab]) the rows are gathered as on one rank and
-// copied there too (after the mask). Leaves the stream synchronized.
+// copied there too (after the mask). `edits` (LogitEdit rows numbered as x's, columns over the whole vocabulary) are
+// applied after the mask (Backend::edit_logits): under TP each rank applies those of its own share. Leaves the
+// stream synchronized.
 void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
                            const Tensor& head, int64_t vocab, const Tensor& allowed, std::span<int32_t> ids,
-                           std::span<float> scores = {});
+                           std::span<float> scores = {}, std::span<const LogitEdit> edits = {});
 
 // top [R, k, 2] (host, every rank) = each row's k first (value, id) pairs (Backend::top_k_rows's order and empty
 // slots) over the `vocab` columns of x [R, H] · headᵀ after `allowed` as in vocab_parallel_argmax: the answer of
 // vocab_parallel_head + mask_columns + top_k_rows. One rank: exactly that. Under TP each rank takes the k first of its
 // share (top_k_rows over "logits_part") and only those pairs are gathered ("top_pairs": 8·k bytes per row and rank);
-// the k first of their union are the row's, as the order is total. Leaves the stream synchronized.
+// the k first of their union are the row's, as the order is total. `edits` as in vocab_parallel_argmax. Leaves the
+// stream synchronized.
 void vocab_parallel_top(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
-                        const Tensor& head, int64_t vocab, const Tensor& allowed, int32_t k, std::span<float> top);
+                        const Tensor& head, int64_t vocab, const Tensor& allowed, int32_t k, std::span<float> top,
+                        std::span<const LogitEdit> edits = {});
 
 // top [R, k, 2] (host) = Backend::top_k_rows of logits [R, V] on the backend, through scratch "top_pair". Leaves the
 // stream synchronized.

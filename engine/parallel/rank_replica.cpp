@@ -36,15 +36,15 @@ void RankReplica::apply(const StateOp& op) {
   fail(ErrorKind::kInternal, "unknown GDN state operation {}", static_cast<int>(op.kind));
 }
 
-void RankReplica::forward(const ForwardBatch& batch, LogitsForm form) {
+void RankReplica::forward(const ForwardBatch& batch, LogitsForm form, std::span<const LogitEdit> edits) {
   backend->bind_thread();
   if (form.argmax) {
     argmax.resize(batch.logit_rows.size());
-    return model->forward(batch, *kv, *state, LogitsOut{.argmax = argmax});
+    return model->forward(batch, *kv, *state, LogitsOut{.argmax = argmax, .edits = edits});
   }
   if (form.top_k > 0) {
     top.resize(batch.logit_rows.size() * static_cast<size_t>(form.top_k) * 2);
-    return model->forward(batch, *kv, *state, LogitsOut{.top = top, .top_k = form.top_k});
+    return model->forward(batch, *kv, *state, LogitsOut{.top = top, .top_k = form.top_k, .edits = edits});
   }
   logits.resize(batch.logit_rows.size() * static_cast<size_t>(model->config().vocab_size));
   model->forward(batch, *kv, *state, logits);

@@ -32,8 +32,9 @@ struct RankReplica {
   // Rank 0's GDN state operation, done on this rank's rows.
   void apply(const StateOp& op);
   // The same forward rank 0 runs (its collectives meet rank 0's), asking for the logit rows in the `form` rank 0 asked
-  // for (the rows, their argmax or their top pairs: LogitsOut). This rank's copy of the answer is dropped.
-  void forward(const ForwardBatch& batch, LogitsForm form);
+  // for (the rows, their argmax or their top pairs: LogitsOut) with rank 0's `edits` of them. This rank's copy of the
+  // answer is dropped.
+  void forward(const ForwardBatch& batch, LogitsForm form, std::span<const LogitEdit> edits = {});
 
   std::unique_ptr<Backend> backend;
   std::unique_ptr<WeightStore> weights;

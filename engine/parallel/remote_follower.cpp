@@ -69,7 +69,7 @@ void run_tp_follower(const Artifact& artifact, const ModelConfig& config, GlooGr
       case StepMessage::Kind::kStop: break;
       case StepMessage::Kind::kPing: continue;
       case StepMessage::Kind::kForward:
-        replica.forward(message.batch(), message.logits);
+        replica.forward(message.batch(), message.logits, message.edits);
         ++steps;
         continue;
       case StepMessage::Kind::kDraftBuild:

@@ -110,7 +110,7 @@ void RemoteRanks::queue(const DrafterOp& op) {
 
 void RemoteRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, LinearStateCache& state,
                           const LogitsOut& logits, const FeatureCapture& capture) {
-  lockstep(StepMessage::forward(batch, {}, LogitsForm::of(logits)), [&] {
+  lockstep(StepMessage::forward(batch, {}, LogitsForm::of(logits), logits.edits), [&] {
     failpoint("tp.leader_forward");
     leader.forward(batch, kv, state, logits, capture);
   });

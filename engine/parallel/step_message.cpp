@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/checks/elementwise_checks.h"
 #include "engine/core/error.h"
 
 namespace ninfer {
@@ -13,7 +15,8 @@ namespace {
 
 constexpr char kMagic[4] = {'N', 'T', 'P', 'S'};
 constexpr char kSetupMagic[4] = {'N', 'T', 'P', 'G'};
-constexpr uint16_t kVersion = 6;  // 2: drafter calls; 3: bf16_activations; 4: the setup's backend; 5: argmax; 6: top_k
+constexpr uint16_t kVersion = 7;  // 2: drafter calls; 3: bf16_activations; 4: the setup's backend; 5: argmax; 6: top_k;
+                                  // 7: logit edits
 
 class Writer {
  public:
@@ -92,10 +95,12 @@ std::vector<Op> get_ops(Reader& r, const char* what, Fields fields) {
 
 }  // namespace
 
-StepMessage StepMessage::forward(const ForwardBatch& b, std::vector<StateOp> state_ops, LogitsForm logits) {
+StepMessage StepMessage::forward(const ForwardBatch& b, std::vector<StateOp> state_ops, LogitsForm logits,
+                                 std::span<const LogitEdit> edits) {
   StepMessage m;
   m.kind = Kind::kForward;
   m.logits = logits;
+  m.edits.assign(edits.begin(), edits.end());
   m.state_ops = std::move(state_ops);
   m.tokens = copy(b.tokens);
   m.positions = copy(b.positions);
@@ -256,6 +261,7 @@ std::vector<char> encode_step(const StepMessage& m) {
     for (const auto* a : {&m.tokens, &m.positions, &m.q_start, &m.seq_len, &m.state_slot, &m.block_table, &m.kv_slots,
                           &m.logit_rows, &m.checkpoint_slot})
       w.put_array(*a);
+    w.put_array(m.edits);
   } else if (m.kind == StepMessage::Kind::kDraftBuild) {
     w.put_string(m.recipe.method);
     w.put<uint8_t>(m.recipe.lm_head_draft ? 1 : 0);
@@ -316,6 +322,15 @@ StepMessage decode_step(std::span<const char> bytes) {
     m.kv_slots = r.get_array("kv_slots");
     m.logit_rows = r.get_array("logit_rows");
     m.checkpoint_slot = r.get_array("checkpoint_slot");
+    m.edits = r.get_array<LogitEdit>("logit edits");
+    if (!m.edits.empty() && !m.logits.argmax && m.logits.top_k == 0)
+      fail(ErrorKind::kCorrupt, "tensor-parallel step message: {} logit edits with whole rows", m.edits.size());
+    try {  // ordered, distinct, inside the step's logit rows (the columns are checked against the model's vocabulary)
+      check_logit_edits("tensor-parallel step message", m.edits, static_cast<int64_t>(m.logit_rows.size()),
+                        std::numeric_limits<int32_t>::max());
+    } catch (const Error& e) {
+      fail(ErrorKind::kCorrupt, "{}", e.what());
+    }
   } else if (m.kind == StepMessage::Kind::kDraftBuild) {
     m.recipe.method = r.get_string("the drafter method");
     m.recipe.lm_head_draft = r.get<uint8_t>("lm_head_draft") != 0;

@@ -43,6 +43,7 @@ struct StepMessage {
       checkpoint_slot;
   int32_t max_blocks = 0;
   LogitsForm logits;  // what rank 0 asks of the logit rows: the rows, their argmax or their top pairs (LogitsOut)
+  std::vector<LogitEdit> edits;  // with the argmax or top pairs: the samplers' edits of the rows (LogitsOut::edits)
   // kDraftBuild: how to build this rank's share of the drafter.
   DrafterRecipe recipe;
   DrafterLimits limits;
@@ -54,7 +55,8 @@ struct StepMessage {
   std::vector<int64_t> propose_seqs;
   int32_t propose_k = 0;
 
-  static StepMessage forward(const ForwardBatch& batch, std::vector<StateOp> state_ops, LogitsForm logits = {});
+  static StepMessage forward(const ForwardBatch& batch, std::vector<StateOp> state_ops, LogitsForm logits = {},
+                             std::span<const LogitEdit> edits = {});
   static StepMessage stop();
   static StepMessage ping();
   static StepMessage draft_build(const DrafterRecipe& recipe, const DrafterLimits& limits);

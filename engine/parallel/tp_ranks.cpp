@@ -125,7 +125,7 @@ void TpRanks::forward(Model& leader, const ForwardBatch& batch, KvCache& kv, Lin
                       const LogitsOut& logits, const FeatureCapture& capture) {
   run([&](int rank) {
     if (rank == 0) return leader.forward(batch, kv, state, logits, capture);
-    followers_[static_cast<size_t>(rank - 1)]->replica->forward(batch, LogitsForm::of(logits));
+    followers_[static_cast<size_t>(rank - 1)]->replica->forward(batch, LogitsForm::of(logits), logits.edits);
   });
 }
 

@@ -450,11 +450,13 @@ void Engine::step() {
     }
     const FeatureSpec* capture = spec_ ? &spec_->features() : nullptr;
     const LogitsForm form = logits_form(plan);
+    edits_.clear();
+    if (form.argmax || form.top_k > 0) collect_edits(plan);
     if (form.argmax) {
-      answer.argmax = runner_->step_argmax(steps_, capture);
+      answer.argmax = runner_->step_argmax(steps_, capture, edits_);
       argmax_rows_ += static_cast<int64_t>(answer.argmax.size());
     } else if (form.top_k > 0) {
-      answer.top = runner_->step_top(steps_, form.top_k, capture);
+      answer.top = runner_->step_top(steps_, form.top_k, capture, edits_);
       answer.k = form.top_k;
       top_rows_ += static_cast<int64_t>(answer.top.size()) / (2 * form.top_k);
     } else {
@@ -568,14 +570,20 @@ void Engine::keep_prefix(const Sequence& s) {
   }
 }
 
+namespace {
+
+// Whether a scheduled chunk's logit rows are sampled: a verification block, or a chunk that ends the prompt or follows it.
+bool samples(const ScheduledChunk& c, bool verifies) { return verifies || c.end >= c.seq->prompt_len; }
+
+}  // namespace
+
 LogitsForm Engine::logits_form(const std::vector<ScheduledChunk>& plan) const {
   if (!options_.backend_choice) return {};
   int32_t k = 0;
   bool greedy = true;
   for (size_t i = 0; i < plan.size(); ++i) {
     const Sequence& s = *plan[i].seq;
-    const bool samples = block_of_[i] >= 0 || plan[i].end >= s.prompt_len;  // a verify block, or a row after the prompt
-    if (!samples) continue;
+    if (!samples(plan[i], block_of_[i] >= 0)) continue;
     const int32_t need = s.sampler->candidates_needed();
     if (need == 0) return {};
     greedy = greedy && s.sampler->plain_greedy();
@@ -584,6 +592,22 @@ LogitsForm Engine::logits_form(const std::vector<ScheduledChunk>& plan) const {
   if (greedy) return {.argmax = true};
   if (k > kTopKRowsMax || config_.vocab_size > kMaxRowsColumns) return {};
   return {.top_k = k};
+}
+
+void Engine::collect_edits(const std::vector<ScheduledChunk>& plan) {
+  const int64_t vocab = config_.vocab_size;
+  int32_t row = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sampler& sampler = *plan[i].seq->sampler;
+    if (block_of_[i] >= 0) {  // rows 0..k of [pending, d1..dk]: row j is judged once d1..dj are committed
+      const std::span<const int32_t> block = spec_->block(static_cast<size_t>(block_of_[i]));
+      for (size_t j = 0; j < block.size(); ++j, ++row)
+        if (sampler.edits_logits()) sampler.logit_edits(block.subspan(1, j), row, vocab, edits_);
+    } else {
+      if (samples(plan[i], false) && sampler.edits_logits()) sampler.logit_edits({}, row, vocab, edits_);
+      ++row;
+    }
+  }
 }
 
 void Engine::publish_stats() {

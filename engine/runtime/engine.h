@@ -153,6 +153,9 @@ class Engine {
   // samples from is a plain greedy choice, their first top_k pairs when every one needs only those
   // (Sampler::candidates_needed), else the rows.
   LogitsForm logits_form(const std::vector<ScheduledChunk>& plan) const;
+  // The samplers' logit edits of the step's sampled rows (Sampler::logit_edits; a verification block's row j after
+  // its drafts 1..j), numbered as the step's logit rows, into edits_.
+  void collect_edits(const std::vector<ScheduledChunk>& plan);
   // Hands tokens to the request's observer; whatever it throws ends that request alone: returns the error then.
   std::optional<std::string> deliver(Sequence& seq, std::span<const OutputToken> tokens);
   // Appends a sampled token, then whatever the controller forces after it (setting `forced`), as plain decode does;
@@ -188,6 +191,7 @@ class Engine {
   // Engine-thread scratch reused between steps.
   std::vector<SequenceStep> steps_;
   std::vector<float> row_;
+  std::vector<LogitEdit> edits_;  // collect_edits
   std::vector<DraftRequest> draft_reqs_;
   std::vector<int32_t> block_of_;  // per plan entry: index of its drafted block, −1 = plain decode / prefill
   int64_t argmax_rows_ = 0;          // EngineStats::argmax_rows

@@ -11,18 +11,21 @@ std::span<const float> ModelRunner::step(std::span<const SequenceStep> steps, co
   return logits_;
 }
 
-std::span<const int32_t> ModelRunner::step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture) {
-  run(steps, capture, {.argmax = true});
+std::span<const int32_t> ModelRunner::step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture,
+                                                 std::span<const LogitEdit> edits) {
+  run(steps, capture, {.argmax = true}, edits);
   return argmax_;
 }
 
-std::span<const float> ModelRunner::step_top(std::span<const SequenceStep> steps, int32_t k, const FeatureSpec* capture) {
+std::span<const float> ModelRunner::step_top(std::span<const SequenceStep> steps, int32_t k, const FeatureSpec* capture,
+                                             std::span<const LogitEdit> edits) {
   if (k < 1) fail(ErrorKind::kInvalidArgument, "a step asking for each row's first {} pairs", k);
-  run(steps, capture, {.top_k = k});
+  run(steps, capture, {.top_k = k}, edits);
   return top_;
 }
 
-void ModelRunner::run(std::span<const SequenceStep> steps, const FeatureSpec* capture, LogitsForm form) {
+void ModelRunner::run(std::span<const SequenceStep> steps, const FeatureSpec* capture, LogitsForm form,
+                      std::span<const LogitEdit> edits) {
   if (steps.empty()) fail(ErrorKind::kInvalidArgument, "model step without sequences");
   bool any_checkpoint = false;
   for (const auto& s : steps) {
@@ -60,7 +63,7 @@ void ModelRunner::run(std::span<const SequenceStep> steps, const FeatureSpec* ca
     table_.resize(table_.size() + static_cast<size_t>(max_blocks) - blocks.size(), 0);
   }
   ForwardBatch batch{tokens_, positions_, q_start_, seq_len_, slots_, table_, max_blocks, kv_slots_, rows_, checkpoints_};
-  LogitsOut out;
+  LogitsOut out{.edits = edits};
   if (form.argmax) {
     argmax_.resize(rows_.size());
     out.argmax = argmax_;

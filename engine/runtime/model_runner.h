@@ -36,9 +36,12 @@ class ModelRunner {
   // `capture`, every token row's features are kept for features() / row_start().
   std::span<const float> step(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr);
   // The same step, returning only each requested logit row's argmax (greedy choices made on the backend, LogitsOut).
-  std::span<const int32_t> step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr);
+  // `edits`: applied to the rows before the choice (LogitsOut::edits).
+  std::span<const int32_t> step_argmax(std::span<const SequenceStep> steps, const FeatureSpec* capture = nullptr,
+                                       std::span<const LogitEdit> edits = {});
   // The same step, returning each requested logit row's first k (value, id) pairs, [rows, k, 2] (LogitsOut::top).
-  std::span<const float> step_top(std::span<const SequenceStep> steps, int32_t k, const FeatureSpec* capture = nullptr);
+  std::span<const float> step_top(std::span<const SequenceStep> steps, int32_t k, const FeatureSpec* capture = nullptr,
+                                  std::span<const LogitEdit> edits = {});
 
   // The last step's features, host f32 [T, capture.width(H)] over all its token rows (empty without capture).
   std::span<const float> features() const { return features_; }
@@ -51,7 +54,8 @@ class ModelRunner {
 
  private:
   // Packs the batch (reserving KV first) and runs the forward, handing back the logit rows in `form`.
-  void run(std::span<const SequenceStep> steps, const FeatureSpec* capture, LogitsForm form);
+  void run(std::span<const SequenceStep> steps, const FeatureSpec* capture, LogitsForm form,
+           std::span<const LogitEdit> edits = {});
 
   Model& model_;
   KvCache& kv_;

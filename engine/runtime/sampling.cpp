@@ -40,47 +40,100 @@ int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+constexpr const char* kAllBanned = "no token is left to choose: logit_bias bans every token the output allows";
+
 }  // namespace
 
 Sampler::Sampler(const SamplingParams& params, uint64_t fallback_seed, std::span<const int32_t> prompt)
     : params_(params), rng_(params.seed.value_or(fallback_seed)) {
+  // By id, one entry each: logit_edits looks an id up, and two biases of one id would be two additions.
+  std::sort(params_.logit_bias.begin(), params_.logit_bias.end());
+  for (size_t i = 1; i < params_.logit_bias.size(); ++i)
+    if (params_.logit_bias[i].first == params_.logit_bias[i - 1].first)
+      fail(ErrorKind::kInvalidArgument, "logit_bias names token id {} twice", params_.logit_bias[i].first);
   if (params_.repetition_penalty != 1.0f)
-    for (int32_t id : prompt) {
-      if (id >= static_cast<int32_t>(seen_.size())) seen_.resize(static_cast<size_t>(id) + 1, 0);
-      seen_[static_cast<size_t>(id)] = 1;
-    }
+    for (int32_t id : prompt) see(id);
+}
+
+void Sampler::see(int32_t id) {
+  if (id < 0) return;
+  if (id >= static_cast<int32_t>(seen_.size())) seen_.resize(static_cast<size_t>(id) + 1, 0);
+  if (!seen_[static_cast<size_t>(id)]) seen_ids_.push_back(id);
+  seen_[static_cast<size_t>(id)] = 1;
 }
 
 void Sampler::observe(int32_t id) {
   if (constraint_) constraint_->accept(id);
   output_counts_[id]++;
-  if (params_.repetition_penalty != 1.0f) {
-    if (id >= static_cast<int32_t>(seen_.size())) seen_.resize(static_cast<size_t>(id) + 1, 0);
-    seen_[static_cast<size_t>(id)] = 1;
+  if (params_.repetition_penalty != 1.0f) see(id);
+}
+
+void Sampler::set_constraint(LogitConstraint* constraint) {
+  constraint_ = constraint;
+  edit_bans_.clear();
+  constraint_bans_ = constraint != nullptr && constraint->banned_ids({}, edit_bans_);
+}
+
+bool Sampler::edits_logits() const {
+  return constraint_ != nullptr || !params_.logit_bias.empty() || params_.repetition_penalty != 1.0f ||
+         params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
+}
+
+void Sampler::logit_edits(std::span<const int32_t> ahead, int32_t row, int64_t vocab, std::vector<LogitEdit>& out) {
+  if (constraint_ && !constraint_bans_)
+    fail(ErrorKind::kInternal, "logit edits of a sampler whose constraint is no set of banned ids");
+  collect_edits(ahead, row, vocab, /*bans=*/true, out);
+}
+
+void Sampler::collect_edits(std::span<const int32_t> ahead, int32_t row, int64_t vocab, bool bans,
+                            std::vector<LogitEdit>& out) {
+  const float rp = params_.repetition_penalty, pp = params_.presence_penalty, fp = params_.frequency_penalty;
+  const bool counts = pp != 0.0f || fp != 0.0f;
+  std::vector<int32_t>& banned = edit_bans_;
+  banned.clear();
+  if (bans && constraint_ && !constraint_->banned_ids(ahead, banned))
+    fail(ErrorKind::kInternal, "a constraint whose mask was a set of banned ids is no longer one");
+  std::sort(banned.begin(), banned.end());
+  std::vector<int32_t>& ids = edit_ids_;
+  ids.assign(banned.begin(), banned.end());
+  for (const auto& [id, bias] : params_.logit_bias) ids.push_back(id);
+  if (rp != 1.0f) ids.insert(ids.end(), seen_ids_.begin(), seen_ids_.end());
+  if (counts)
+    for (const auto& [id, n] : output_counts_) ids.push_back(id);
+  if (rp != 1.0f || counts) ids.insert(ids.end(), ahead.begin(), ahead.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab) continue;
+    LogitEdit e{.row = row, .col = id};
+    const auto b = std::lower_bound(params_.logit_bias.begin(), params_.logit_bias.end(), std::pair(id, -INFINITY));
+    if (b != params_.logit_bias.end() && b->first == id) e.add = b->second <= -100.0f ? -INFINITY : b->second;
+    if (std::binary_search(banned.begin(), banned.end(), id)) e.add = -INFINITY;  // masked before the bias: stays −inf
+    const int32_t later = static_cast<int32_t>(std::count(ahead.begin(), ahead.end(), id));
+    const bool seen = static_cast<size_t>(id) < seen_.size() && seen_[static_cast<size_t>(id)];
+    if (rp != 1.0f && (seen || later > 0)) e.scale = rp;
+    if (counts) {
+      const auto c = output_counts_.find(id);
+      const int32_t n = (c == output_counts_.end() ? 0 : c->second) + later;
+      if (n > 0) e.sub = pp + fp * static_cast<float>(n);
+    }
+    out.push_back(e);
   }
 }
 
-void Sampler::apply_penalties(std::span<float> logits) const {
-  const float rp = params_.repetition_penalty;
-  if (rp != 1.0f)
-    for (size_t id = 0; id < seen_.size() && id < logits.size(); ++id)
-      if (seen_[id]) logits[id] = logits[id] > 0 ? logits[id] / rp : logits[id] * rp;
-  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f)
-    for (const auto& [id, n] : output_counts_)
-      if (id >= 0 && static_cast<size_t>(id) < logits.size())
-        logits[static_cast<size_t>(id)] -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(n);
-}
-
 TokenDist Sampler::distribution(std::span<float> logits) {
-  if (constraint_) constraint_->mask(logits);
+  if (constraint_ && !constraint_bans_) constraint_->mask(logits);
+  edits_.clear();
+  collect_edits({}, 0, static_cast<int64_t>(logits.size()), constraint_bans_, edits_);
+  for (const LogitEdit& e : edits_) {
+    float& v = logits[static_cast<size_t>(e.col)];
+    v = apply_logit_edit(v, e.add, e.scale, e.sub);
+  }
+  // (The penalties keep −inf and a finite logit finite, so this is the check right after the bias.)
   constexpr float kBanned = -std::numeric_limits<float>::infinity();
-  for (const auto& [id, bias] : params_.logit_bias)
-    if (id >= 0 && static_cast<size_t>(id) < logits.size())
-      logits[static_cast<size_t>(id)] = bias <= -100.0f ? kBanned : logits[static_cast<size_t>(id)] + bias;
   if ((constraint_ || !params_.logit_bias.empty()) &&
       std::all_of(logits.begin(), logits.end(), [&](float x) { return x == kBanned; }))
-    fail(ErrorKind::kInvalidArgument, "no token is left to choose: logit_bias bans every token the output allows");
-  apply_penalties(logits);
+    fail(ErrorKind::kInvalidArgument, kAllBanned);
   if (is_greedy(params_)) {
     order_.assign(1, argmax(logits));
     weights_.assign(1, 1.0);
@@ -139,9 +192,7 @@ TokenDist Sampler::weigh(size_t n, float mx) {
 
 int32_t Sampler::candidates_needed() const {
   const SamplingParams& p = params_;
-  const bool plain = !p.logprobs && p.top_logprobs == 0 && p.logit_bias.empty() && p.presence_penalty == 0.0f &&
-                     p.frequency_penalty == 0.0f && p.repetition_penalty == 1.0f && constraint_ == nullptr;
-  if (!plain) return 0;
+  if (p.logprobs || p.top_logprobs > 0 || (constraint_ != nullptr && !constraint_bans_)) return 0;
   return is_greedy(p) ? 1 : std::max(p.top_k, 0);
 }
 
@@ -159,6 +210,8 @@ TokenDist Sampler::distribution_top(std::span<const float> pairs) {
     ++n;
   }
   if (n == 0) fail(ErrorKind::kInternal, "sampling from pairs that hold no entry");
+  if ((constraint_ || !params_.logit_bias.empty()) && values_[0] == -std::numeric_limits<float>::infinity())
+    fail(ErrorKind::kInvalidArgument, kAllBanned);  // the row's best is −inf: every entry is
   if (is_greedy(params_)) {
     order_.resize(1);
     weights_.assign(1, 1.0);
@@ -197,7 +250,9 @@ SampledToken Sampler::finish(int32_t id) {
   return out;
 }
 
-bool Sampler::plain_greedy() const { return is_greedy(params_) && candidates_needed() == 1; }
+bool Sampler::plain_greedy() const {
+  return is_greedy(params_) && candidates_needed() == 1 && params_.logit_bias.empty() && constraint_ == nullptr;
+}
 
 SampledToken Sampler::take_argmax(int32_t argmax) {
   if (!plain_greedy()) fail(ErrorKind::kInternal, "take_argmax on a sampler that is not plain greedy");

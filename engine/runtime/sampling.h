@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/backend/logit_edit.h"
 #include "engine/constrain/logit_constraint.h"
 #include "engine/speculative/rejection_sampler.h"
 
@@ -26,7 +27,7 @@ struct SamplingParams {
   int32_t top_logprobs = 0;          // alternatives to report per token (0..20)
   bool logprobs = false;
   // OpenAI logit_bias: added to the logits before the penalties (after logprobs were taken); a bias of -100 or
-  // less bans the token.
+  // less bans the token. One entry per id (the Sampler refuses a list naming an id twice).
   std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
@@ -43,8 +44,9 @@ class Sampler {
   Sampler(const SamplingParams& params, uint64_t fallback_seed, std::span<const int32_t> prompt);
 
   // A constraint (not owned; it must outlive the sampler) masks every distribution after the raw logits were kept
-  // for logprobs, and follows every recorded token: logprobs stay those of the model.
-  void set_constraint(LogitConstraint* constraint) { constraint_ = constraint; }
+  // for logprobs, and follows every recorded token: logprobs stay those of the model. One whose mask is a set of
+  // banned ids (LogitConstraint::banned_ids: the think block's stop mask) is applied as logit edits.
+  void set_constraint(LogitConstraint* constraint);
 
   // Picks the next token from `logits` ([vocab], modified in place) and records it for the penalties.
   SampledToken sample(std::span<float> logits);
@@ -56,19 +58,32 @@ class Sampler {
   // Records a token that was appended without sampling (a forced token), for the penalties.
   void observe(int32_t id);
 
-  // Greedy with nothing between the model's logits and the argmax: no logprobs, logit_bias, penalties or constraint.
-  // Such a sampler's choice is the masked logit row's first maximum, which the backend can make (Backend::argmax_rows)
+  // Greedy with nothing between the edited logits (logit_edits) and the argmax: no logprobs, constraint or
+  // logit_bias (whose "every token banned" error needs the best value, not only its id; a greedy choice with those
+  // takes one pair, candidates_needed). Such a sampler's choice is
+  // the edited, masked logit row's first maximum, which the backend can make (Backend::edit_logits, argmax_rows)
   // without the row leaving it: then take_argmax / verify_argmax stand for sample / verify.
   bool plain_greedy() const;
   // sample() for a plain-greedy sampler, given the row's argmax.
   SampledToken take_argmax(int32_t argmax);
   // verify() for a plain-greedy sampler, given the row's argmax: the draft is accepted iff it is the argmax.
   SampledToken verify_argmax(int32_t argmax, int32_t draft, bool& accepted);
-  // How many of the row's first (value, id) pairs (Backend::top_k_rows's order: by value, ties by the lower id) this
-  // sampler's next choice needs, when nothing but the row's order and values matters: 1 for a plain greedy choice,
-  // top_k for a plain top-k draw (no logprobs, logit_bias, penalties or constraint; temperature, min_p and top_p act
-  // on the top_k alone), 0 when it needs the whole row. Then sample_top / verify_top stand for sample / verify.
+  // How many of the edited row's first (value, id) pairs (Backend::top_k_rows's order: by value, ties by the lower id)
+  // this sampler's next choice needs, when nothing but that row's order and values matters: 1 for a greedy choice,
+  // top_k for a top-k draw (temperature, min_p and top_p act on the top_k alone), 0 when it needs the whole row
+  // (logprobs, a constraint that is no set of banned ids, or no top_k). The row is the logits after logit_edits
+  // (logit_bias, the penalties, a constraint's bans), which a backend applies as the host would. Then sample_top /
+  // verify_top stand for sample / verify.
   int32_t candidates_needed() const;
+  // The edits this sampler makes to the row of its next choice (its constraint's banned ids, logit_bias, the
+  // repetition, presence and frequency penalties), appended to `out` as row `row`, ids in [0, vocab) ascending, one
+  // edit per id (none when it has no such processor). `ahead`: tokens observed before that choice is made (a
+  // verification block's earlier drafts, which are committed before the row that follows them is judged).
+  // distribution() applies the same edits on the host. Error(kInternal) for a sampler that needs its row
+  // (candidates_needed() == 0 for its constraint).
+  void logit_edits(std::span<const int32_t> ahead, int32_t row, int64_t vocab, std::vector<LogitEdit>& out);
+  // Whether logit_edits can give any edit (a constraint, a logit_bias or a penalty).
+  bool edits_logits() const;
   // sample() given the row's first `candidates_needed()` or more pairs, host f32 [k, 2] (value, id as an exact f32;
   // an id of −1 marks an empty slot): the same token, the same draw from the random stream, for a row without NaN.
   SampledToken sample_top(std::span<const float> pairs);
@@ -81,7 +96,9 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
-  void apply_penalties(std::span<float> logits) const;
+  void see(int32_t id);  // the repetition penalty's prompt ∪ output set
+  // logit_edits, with the constraint's bans when `bans` (else the caller masks with the constraint itself).
+  void collect_edits(std::span<const int32_t> ahead, int32_t row, int64_t vocab, bool bans, std::vector<LogitEdit>& out);
   // The distribution over the first n candidates of order_ (sorted by value, values_ their logits), the row's
   // maximum being `mx`: temperature, the −inf candidates dropped, min_p, top_p.
   TokenDist weigh(size_t n, float mx);
@@ -90,9 +107,14 @@ class Sampler {
 
   SamplingParams params_;
   LogitConstraint* constraint_ = nullptr;
+  bool constraint_bans_ = false;  // the constraint's mask is a set of banned ids (LogitConstraint::banned_ids)
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int32_t> output_counts_;
-  std::vector<uint8_t> seen_;  // prompt ∪ output membership for the repetition penalty (by id)
+  std::vector<uint8_t> seen_;       // prompt ∪ output membership for the repetition penalty (by id)
+  std::vector<int32_t> seen_ids_;   // the same ids, in the order they were first seen
+  std::vector<LogitEdit> edits_;    // scratch: logit_edits for distribution()
+  std::vector<int32_t> edit_ids_;   // scratch: the ids logit_edits touches
+  std::vector<int32_t> edit_bans_;  // scratch: the constraint's banned ids
   // Fills `raw` with the log-softmax inputs when logprobs are asked (before any processor touches the logits).
   void keep_raw(std::span<const float> logits);
   SampledToken finish(int32_t id);  // logprobs from raw_, then observe(id)

@@ -28,4 +28,9 @@ void top_k_rows(cudaStream_t stream, const Rows& x, float* best, int k);
 // x[r, c] = -inf wherever allowed[c] == 0, in place (x f32 [rows, n], allowed [n]).
 void mask_columns(cudaStream_t stream, const Rows& x, const int8_t* allowed);
 
+// For each of `count` edits (five 32-bit words each, engine/backend/logit_edit.h's LogitEdit: row, col, add, scale,
+// sub): x[row, col] = apply_logit_edit(x[row, col], add, scale, sub), one thread per edit (the edits name distinct
+// elements). Backend::edit_logits.
+void edit_logits(cudaStream_t stream, const Rows& x, const int32_t* edits, int64_t count);
+
 }  // namespace ninfer::kern

@@ -167,6 +167,44 @@ TEST_P(BackendOps, MaskColumnsSetsTheDisallowedToMinusInfinity) {
   EXPECT_THROW(be->mask_columns(x.view(), f32_mask.view()), Error);  // the mask is i8
 }
 
+// edit_logits applies each edit in the host sampler's order, against hand-computed values: the bias (or the ban),
+// the repetition penalty (a positive logit divided, any other multiplied), the presence/frequency term subtracted;
+// the identities (add −0, scale 1, sub 0) leave −0 and NaN as they are; rows at a stride, the rest untouched. Edits
+// out of x, out of order or naming an element twice are refused.
+TEST_P(BackendOps, EditLogitsAppliesBiasThenRepetitionThenPresence) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const int64_t R = 2, V = 5, stride = 7;
+  std::vector<float> buf = {2.0f, -3.0f, 0.0f, -0.0f, nan, 77, 77,  //
+                            1.0f, 4.0f, -1.0f, inf, 6.0f, 77, 77};
+  const std::vector<LogitEdit> edits = {
+      {.row = 0, .col = 0, .add = 1.0f, .scale = 2.0f, .sub = 0.5f},   // (2 + 1) / 2 − 0.5 = 1
+      {.row = 0, .col = 1, .scale = 2.0f},                              // −3 · 2 = −6
+      {.row = 0, .col = 2, .add = -inf, .scale = 2.0f, .sub = 1.0f},   // banned: −inf
+      {.row = 0, .col = 3},                                             // identities: −0 stays −0
+      {.row = 0, .col = 4, .sub = 0.0f},                                // NaN stays NaN
+      {.row = 1, .col = 0, .add = -2.0f, .scale = 4.0f},                // (1 − 2) · 4 = −4
+      {.row = 1, .col = 1, .scale = 0.5f, .sub = 0.75f},                // 4 / 0.5 − 0.75 = 7.25
+      {.row = 1, .col = 4, .add = 0.5f, .sub = 2.5f},                   // 6 + 0.5 − 2.5 = 4
+  };
+  const Tensor x = Tensor::strided(buf.data(), DType::kF32, {R, V}, {stride, 1}, Device::kCpu);
+  be->edit_logits(x, edits);
+  const std::vector<float> want = {1.0f, -6.0f, -inf, -0.0f, nan, 77, 77,  //
+                                   -4.0f, 7.25f, -1.0f, inf, 4.0f, 77, 77};
+  for (size_t i = 0; i < buf.size(); ++i) {
+    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(buf[i])) << i;
+    else EXPECT_EQ(std::bit_cast<uint32_t>(buf[i]), std::bit_cast<uint32_t>(want[i])) << i << ": " << buf[i];
+  }
+  be->edit_logits(x, {});  // nothing to do
+  for (const auto& bad : std::vector<std::vector<LogitEdit>>{
+           {{.row = 2, .col = 0}},                          // a row past R
+           {{.row = 0, .col = 5}},                          // a column past V
+           {{.row = 0, .col = -1}},
+           {{.row = 1, .col = 0}, {.row = 0, .col = 3}},    // rows out of order
+           {{.row = 0, .col = 3}, {.row = 0, .col = 1}},    // columns out of order
+           {{.row = 0, .col = 3}, {.row = 0, .col = 3}}})   // one element twice
+    EXPECT_THROW(be->edit_logits(x, bad), Error);
+}
+
 // max_rows hands back (maximum, first index as an exact f32) per row, NaN never the maximum ((NaN, -1) for a row of
 // NaN only), and with nan_first exactly argmax_rows's index (a NaN at index 0 wins); rows at a stride, the padding
 // unread; rows longer than 2^24 and a best of the wrong shape are refused.

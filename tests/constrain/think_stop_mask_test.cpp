@@ -58,5 +58,25 @@ TEST(ThinkStopMask, WorksWithoutAnInnerConstraintAndIgnoresIdsPastTheRow) {
   EXPECT_EQ(row, (std::vector<float>(4, 0.5f)));
 }
 
+// Alone, its mask is the stop ids while the block is open: a set of banned ids the sampler can apply as logit edits,
+// also with tokens `ahead` (a verification block's drafts: </think> among them closes the block for what follows).
+// With an inner constraint it is no such set.
+TEST(ThinkStopMask, BannedIdsAreTheStopIdsWhileOpen) {
+  ThinkStopMask m({2, 100}, 1, nullptr);
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(m.banned_ids({}, ids));
+  EXPECT_EQ(ids, (std::vector<int32_t>{2, 100}));
+  const std::vector<int32_t> closing = {3, 1, 4};
+  ids.clear();
+  ASSERT_TRUE(m.banned_ids(closing, ids));
+  EXPECT_TRUE(ids.empty());
+  EXPECT_TRUE(m.open());  // asking changes nothing
+  m.accept(1);
+  ASSERT_TRUE(m.banned_ids({}, ids));
+  EXPECT_TRUE(ids.empty());
+  ThinkStopMask wrapped({2}, 1, std::make_shared<Recorder>());
+  EXPECT_FALSE(wrapped.banned_ids({}, ids));
+}
+
 }  // namespace
 }  // namespace ninfer

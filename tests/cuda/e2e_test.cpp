@@ -223,6 +223,54 @@ TEST(CudaE2EEngine, SpeculationIsLossless) {
   }
 }
 
+// Requests with penalties and a logit_bias on CUDA (Backend::edit_logits, then
+// argmax_rows or top_k_rows on the device) choose the tokens the host chooses
+// from whole rows of the same forward (backend_choice off), plain and with MTP
+// (K = 3: each verification row edited as if the drafts before it were
+// committed); seeded top-k draws, greedy with penalties and greedy with a bias.
+TEST(CudaE2EEngine, PenaltiesOnTheDeviceChooseAsTheHostDoes) {
+  NINFER_REQUIRE_CUDA();
+  const Artifact a = Artifact::open(kTiny);
+  const ModelConfig c = load_model_config(a);
+  const auto run = [&](bool backend_choice, const std::string &spec) {
+    EngineOptions o{.max_context = 512, .prefill_chunk = 7, .max_concurrency = 4,
+                    .backend = BackendKind::kCuda, .threads = 2,
+                    .backend_choice = backend_choice};
+    if (!spec.empty()) {
+      o.drafter = make_drafter_factory(spec, a, c, false);
+      o.draft_tokens = default_draft_tokens(spec);
+    }
+    Engine e(a, c, o);
+    std::vector<std::shared_ptr<Collector>> ws;
+    for (uint32_t i = 0; i < 4; ++i) {
+      EngineRequest r;
+      r.prompt = prompt_of(c, 9 + 13 * i, 100 + i);
+      r.max_tokens = 48;
+      SamplingParams &s = r.sampling;
+      s.seed = 7 + i;
+      if (i == 0) s.greedy = true, s.repetition_penalty = 1.5f, s.frequency_penalty = 0.3f;
+      if (i == 1) s.greedy = true, s.logit_bias = {{1, 3.0f}, {2, -100.0f}};
+      if (i == 2) s.top_k = 20, s.temperature = 0.8f, s.presence_penalty = 0.6f;
+      if (i == 3) s.top_k = 5, s.temperature = 1.2f, s.repetition_penalty = 0.85f;
+      ws.push_back(std::make_shared<Collector>());
+      EXPECT_TRUE(e.submit(r, ws.back()).accepted());
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto &w : ws) {
+      w->wait();
+      EXPECT_NE(w->result.reason, FinishReason::kError) << w->result.error;
+      out.push_back(w->tokens);
+    }
+    if (backend_choice) EXPECT_GT(e.stats().top_rows, 0) << spec;
+    return out;
+  };
+  for (const std::string spec : {"", "mtp"}) {
+    const auto device = run(true, spec), host = run(false, spec);
+    for (size_t i = 0; i < host.size(); ++i)
+      EXPECT_EQ(device[i], host[i]) << "request " << i << (spec.empty() ? "" : ", " + spec);
+  }
+}
+
 // Tensor parallelism on CUDA through the Engine (docs/parallel.md): TP2 with
 // both ranks on GPU 0 (their collectives go through host memory: NCCL refuses
 // two ranks on one GPU) gives TP1 CUDA's greedy tokens, with int8 KV and with

@@ -533,6 +533,35 @@ TEST(CudaElementwise, MaskColumnsEqualsCpu) {
                     [&](Backend& be, bool g) { be.mask_columns(x.t(g), g ? dev_short.t : host_short); });
 }
 
+// ---- edit_logits: the CPU op's bits exactly (the samplers' logit_bias and penalties on the device) ----
+
+TEST(CudaElementwise, EditLogitsEqualsCpu) {
+  NINFER_REQUIRE_CUDA();
+  std::mt19937 rng(62);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t V : {5, 300, 248320}) {
+    const int64_t R = 4;
+    HostTensor x = random_tensor({R, V}, rng, -4, 4);
+    x.values[1] = -0.0f, x.values[2] = 0.0f, x.values[3] = -inf;
+    std::vector<LogitEdit> edits;  // ~a third of every row's columns, every kind of part (and 20,000+ edits at 248,320)
+    for (int32_t r = 0; r < R; ++r)
+      for (int32_t c = 0; c < V; ++c) {
+        if (c > 4 && rng() % 3 != 0) continue;
+        LogitEdit e{.row = r, .col = c};
+        if (rng() % 2) e.add = rng() % 5 == 0 ? -inf : static_cast<float>(static_cast<int>(rng() % 17) - 8) / 4;
+        if (rng() % 2) e.scale = 0.5f + static_cast<float>(rng() % 7) / 5;
+        if (rng() % 2) e.sub = 0.3f + 0.7f * static_cast<float>(rng() % 9);
+        edits.push_back(e);
+      }
+    Both xs(std::move(x), {V + 3, 1});
+    EXPECT_TRUE(run_both([&](Backend& be, bool g) { be.edit_logits(xs.t(g), edits); }, xs, 0, 0))
+        << "edit_logits V " << V << ", " << edits.size() << " edits";  // bit-exact
+  }
+  Both x(HostTensor({2, 4}));
+  const std::vector<LogitEdit> twice = {{.row = 0, .col = 1}, {.row = 0, .col = 1}};
+  expect_same_error("edit_logits one element twice", [&](Backend& be, bool g) { be.edit_logits(x.t(g), twice); });
+}
+
 // ---- argument errors: the CPU op's own ----
 
 TEST(CudaElementwise, NormErrorsMatchCpuSmall) {

@@ -251,6 +251,10 @@ TEST(Engine, BackendTopKDrawsAsTheHostDoes) {
     if (kind == 2) r.sampling.top_k = kTopKRowsMax, r.sampling.min_p = 0.05f;
     if (kind == 3) r.sampling.greedy = true;
     if (kind == 4) r.sampling.top_k = 20, r.sampling.logprobs = true;
+    if (kind == 5)
+      r.sampling.top_k = 20, r.sampling.presence_penalty = 0.5f, r.sampling.frequency_penalty = 0.5f,
+      r.sampling.repetition_penalty = 1.2f;
+    if (kind == 6) r.sampling.top_k = 10, r.sampling.logit_bias = {{3, 4.0f}, {7, -100.0f}, {11, 1.5f}};
     return r;
   };
   const auto run = [&](bool backend_choice, const std::vector<uint8_t>& allowed, const std::vector<EngineRequest>& reqs) {
@@ -279,6 +283,12 @@ TEST(Engine, BackendTopKDrawsAsTheHostDoes) {
     const ChoiceRun mix_on = run(true, ids, with_logprobs), mix_off = run(false, ids, with_logprobs);
     EXPECT_EQ(mix_on.tokens, mix_off.tokens);
     EXPECT_EQ(std::vector(mix_on.tokens.begin(), mix_on.tokens.begin() + 4), on.tokens);  // a request's draws alone
+    // Penalties and a logit_bias are edits of the rows on the backend (Backend::edit_logits), not a reason for rows.
+    const std::vector<EngineRequest> edited = {make(0, 5), make(1, 6), make(2, 3)};
+    const ChoiceRun ed_on = run(true, ids, edited), ed_off = run(false, ids, edited);
+    EXPECT_EQ(ed_on.tokens, ed_off.tokens);
+    EXPECT_GT(ed_on.top_rows, 0);
+    for (int32_t id : ed_on.tokens[1]) EXPECT_NE(id, 7) << "a banned id produced";
   }
 }
 

@@ -1,6 +1,8 @@
 // The messages rank 0 sends follower processes (engine/parallel/step_message.h): every field survives the bytes, and
 // bytes that are not a message are refused with what is wrong.
+#include <bit>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -81,6 +83,37 @@ TEST(StepMessage, TheLogitsFormSurvivesAndAnyOtherIsRefused) {
   EXPECT_NE(with_top_k(3, true).find("top_k 3 with the argmax"), std::string::npos);
 }
 
+// The samplers' logit edits travel with the argmax or the top pairs, bit for bit (−0 and −inf included); edits with
+// whole rows, out of order, twice on one element or past the step's logit rows are refused.
+TEST(StepMessage, LogitEditsSurviveAndBadOnesAreRefused) {
+  const std::vector<int32_t> rows = {0, 3};
+  ForwardBatch b{};
+  b.logit_rows = rows;
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<LogitEdit> edits = {{.row = 0, .col = 4, .add = -inf},
+                                        {.row = 0, .col = 9, .scale = 1.5f, .sub = 0.25f},
+                                        {.row = 1, .col = 2, .add = 2.0f}};
+  for (const LogitsForm form : {LogitsForm{.argmax = true}, LogitsForm{.top_k = 20}}) {
+    const StepMessage m = decode_step(encode_step(StepMessage::forward(b, {}, form, edits)));
+    ASSERT_EQ(m.edits.size(), edits.size());
+    for (size_t i = 0; i < edits.size(); ++i) {
+      EXPECT_EQ(m.edits[i].row, edits[i].row);
+      EXPECT_EQ(m.edits[i].col, edits[i].col);
+      EXPECT_EQ(std::bit_cast<uint32_t>(m.edits[i].add), std::bit_cast<uint32_t>(edits[i].add));
+      EXPECT_EQ(m.edits[i].scale, edits[i].scale);
+      EXPECT_EQ(m.edits[i].sub, edits[i].sub);
+    }
+  }
+  const auto refused = [&](LogitsForm form, std::vector<LogitEdit> e) {
+    return error_of(encode_step(StepMessage::forward(b, {}, form, e)));
+  };
+  EXPECT_NE(refused({}, edits).find("3 logit edits with whole rows"), std::string::npos);
+  EXPECT_NE(refused({.top_k = 5}, {edits[1], edits[0]}).find("does not follow"), std::string::npos);
+  EXPECT_NE(refused({.top_k = 5}, {edits[0], edits[0]}).find("does not follow"), std::string::npos);
+  EXPECT_NE(refused({.argmax = true}, {{.row = 2, .col = 0}}).find("outside"), std::string::npos);
+  EXPECT_NE(refused({.argmax = true}, {{.row = 0, .col = -3}}).find("outside"), std::string::npos);
+}
+
 // The step_message fuzz target's seeds (tests/fuzz/corpus/step_message) are messages of this build's version: each
 // decodes, so the fuzzer starts past the version check (a version bump must rewrite them).
 TEST(StepMessage, TheFuzzSeedsAreMessagesOfThisVersion) {
@@ -99,7 +132,7 @@ TEST(StepMessage, TheFuzzSeedsAreMessagesOfThisVersion) {
     EXPECT_EQ(encode_step(m), bytes);
     ++steps;
   }
-  EXPECT_EQ(steps, 7);
+  EXPECT_EQ(steps, 8);
   EXPECT_EQ(setups, 1);
 }
 

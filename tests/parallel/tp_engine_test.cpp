@@ -54,6 +54,9 @@ std::vector<EngineRequest> requests(int64_t vocab) {
     if (i % 2) r.sampling.seed = 500 + i, r.sampling.temperature = 0.9f, r.sampling.top_p = 0.95f;
     else r.sampling.greedy = true;
     if (i == 3) r.sampling.top_k = 20;  // a plain top-k draw: the ranks' first pairs are gathered, not the rows
+    // Penalties and a logit_bias: each rank edits its share of the columns before its pairs (StepMessage::edits).
+    if (i == 2) r.sampling.repetition_penalty = 1.3f, r.sampling.frequency_penalty = 0.2f;
+    if (i == 3) r.sampling.presence_penalty = 0.4f, r.sampling.logit_bias = {{5, 2.0f}, {9, -100.0f}};
     reqs.push_back(r);
   }
   return reqs;

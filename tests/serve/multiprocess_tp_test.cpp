@@ -40,7 +40,9 @@ std::vector<std::string> group_args(int node_rank, int master_port, int http_por
   return a;
 }
 
-// Greedy answers to three chats, the third a repeat of the first (its prompt comes from the prefix cache when on).
+// Greedy answers to three chats, the third a repeat of the first (its prompt comes from the prefix cache when on); the
+// second with penalties and a logit_bias, whose edits of its rows travel to the follower with each step
+// (StepMessage::edits; the follower applies those of its half of the vocabulary: without them this test fails).
 std::vector<nlohmann::json> answers(int port, pid_t pid) {
   httplib::Client cli("127.0.0.1", port);
   cli.set_read_timeout(120, 0);
@@ -49,9 +51,13 @@ std::vector<nlohmann::json> answers(int port, pid_t pid) {
   std::vector<nlohmann::json> out;
   for (const char* text : {"Explain what a prefix cache stores, in two sentences.", "Write a haiku about ranks.",
                            "Explain what a prefix cache stores, in two sentences."}) {
-    const nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", text}}}},
-                                 {"max_tokens", 48},
-                                 {"temperature", 0}};
+    nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", text}}}},
+                           {"max_tokens", 48},
+                           {"temperature", 0}};
+    if (out.size() == 1) {  // 5507 is a token of the follower's half of the 8,192 ids at TP2
+      body["frequency_penalty"] = 0.8, body["presence_penalty"] = 0.5, body["repetition_penalty"] = 1.2;
+      body["logit_bias"] = {{"5507", 30}};
+    }
     auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
     if (!res || res->status != 200) {
       ADD_FAILURE() << "request failed: " << (res ? res->body : std::string("no response"));

@@ -392,6 +392,7 @@ std::vector<Hostile> field_cases() {
       {"logit_bias_range", chat("\"logit_bias\":{\"5\":101}"), 400, "invalid_value", "logit_bias.5"},
       {"logit_bias_type", chat("\"logit_bias\":{\"5\":\"1\"}"), 400, "invalid_type", "logit_bias.5"},
       {"logit_bias_array", chat("\"logit_bias\":[]"), 400, "invalid_type", "logit_bias"},
+      {"logit_bias_one_id_twice", chat("\"logit_bias\":{\"7\":1,\"07\":-1}"), 400, "invalid_value", "logit_bias"},
       {"reasoning_effort_max", chat("\"reasoning_effort\":\"max\""), 400, "invalid_value", "reasoning_effort"},
       {"reasoning_effort_none", chat("\"reasoning_effort\":\"none\""), 200, ""},
       {"template_kwargs_array", chat("\"chat_template_kwargs\":[]"), 400, "invalid_type", "chat_template_kwargs"},

@@ -128,6 +128,49 @@ TEST_F(TinyGreedy, BackendArgmaxVerifiesAsTheHostDoes) {
   }
 }
 
+// Requests with penalties and a logit_bias keep their rows on the backend too (Backend::edit_logits before the argmax
+// or the top pairs): each verification row is edited before the step as if the drafts before it were committed. The
+// same tokens and verdicts as the host editing whole rows, with drafts from the penalised run itself (so blocks are
+// accepted deep) and from random ones; greedy with penalties through the argmax, greedy with a bias through one pair,
+// seeded top-k draws with penalties through the pairs.
+TEST_F(TinyGreedy, BackendEditsVerifyAsTheHostDoes) {
+  std::vector<EngineRequest> reqs = greedy_requests(prompts(), 24);
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    SamplingParams& s = reqs[r].sampling;
+    if (r % 3 == 0) s.repetition_penalty = 1.6f, s.frequency_penalty = 0.4f;
+    if (r % 3 == 1) s.presence_penalty = 0.7f, s.logit_bias = {{1, 2.0f}, {5, -100.0f}};
+    if (r % 3 == 2)
+      s.greedy = false, s.temperature = 0.8f, s.top_k = 8, s.seed = 40 + r, s.repetition_penalty = 0.9f,
+      s.frequency_penalty = 0.3f;
+  }
+  EngineOptions o{.max_context = 256, .prefill_chunk = 7, .max_concurrency = 3, .threads = 2};
+  o.backend_choice = false;
+  const EngineRun host = run_engine(*model, o, reqs);
+  const auto truth = truths(reqs, host);
+  const EngineRun unpenalised = run_engine(*model, o, greedy_requests(prompts(), 24));
+  EXPECT_NE(host.tokens, unpenalised.tokens);  // the processors change the output
+  for (int32_t k : {1, 3})
+    for (Kind kind : {Kind::kMostlyRight, Kind::kRandom}) {
+      const std::string label = fmt::format("{} K={}", kind_name(kind), k);
+      o.backend_choice = true;
+      const Spec on = run_spec(*model, o, reqs, kind, k, truth);
+      o.backend_choice = false;
+      const Spec off = run_spec(*model, o, reqs, kind, k, truth);
+      EXPECT_EQ(on.run.tokens, off.run.tokens) << label;
+      EXPECT_EQ(on.run.stats.spec.accepted_tokens, off.run.stats.spec.accepted_tokens) << label;
+      EXPECT_EQ(on.run.stats.spec.accepted_at, off.run.stats.spec.accepted_at) << label;
+      EXPECT_GT(on.run.stats.top_rows, 0) << label;
+      EXPECT_EQ(off.run.stats.top_rows + off.run.stats.argmax_rows, 0) << label;
+      if (kind == Kind::kMostlyRight) EXPECT_GT(on.run.stats.spec.accepted_tokens, 0) << label;
+    }
+  o.backend_choice = true;  // greedy requests with penalties alone: argmax rows
+  std::vector<EngineRequest> greedy;
+  for (size_t r = 0; r < reqs.size(); r += 3) greedy.push_back(reqs[r]);
+  const EngineRun alone = run_engine(*model, o, greedy);
+  EXPECT_GT(alone.stats.argmax_rows, 0);
+  for (size_t i = 0; i < greedy.size(); ++i) EXPECT_EQ(alone.tokens[i], host.tokens[3 * i]) << i;
+}
+
 // A request alone with a drafter equals itself in a batch, and the drafter saw every committed row once.
 TEST_F(TinyGreedy, FeaturesOfCommittedRowsDoNotDependOnTheDrafts) {
   const auto reqs = greedy_requests(prompts(), 30);

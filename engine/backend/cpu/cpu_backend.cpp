@@ -319,5 +319,14 @@ void CpuBackend::mask_columns(const Tensor &x, const Tensor &allowed) {
   }
 }
 
+void CpuBackend::edit_logits(const Tensor &x,
+                             std::span<const LogitEdit> edits) {
+  check_edit_logits(x, edits, Device::kCpu);
+  for (const LogitEdit &e : edits) {
+    float &v = row_f32(x, e.row)[e.col];
+    v = apply_logit_edit(v, e.add, e.scale, e.sub);
+  }
+}
+
 } // namespace cpu
 } // namespace ninfer

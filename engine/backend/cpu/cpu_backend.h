@@ -67,6 +67,7 @@ public:
   void top_k_rows(const Tensor &best, const Tensor &x) override;
   void max_rows(const Tensor &best, const Tensor &x, bool nan_first) override;
   void mask_columns(const Tensor &x, const Tensor &allowed) override;
+  void edit_logits(const Tensor &x, std::span<const LogitEdit> edits) override;
 
   void rms_norm(const Tensor &y, const Tensor &x, const Tensor &w, float eps,
                 float w_offset) override;

@@ -188,4 +188,13 @@ void CudaBackend::mask_columns(const Tensor& x, const Tensor& allowed) {
   after_launch("mask_columns");
 }
 
+void CudaBackend::edit_logits(const Tensor& x, std::span<const LogitEdit> edits) {
+  check_edit_logits(x, edits, Device::kCuda);
+  if (edits.empty()) return;
+  // Five 32-bit words per edit (LogitEdit's layout), through the step's index staging.
+  const kern::I32Span words = upload(std::span(reinterpret_cast<const int32_t*>(edits.data()), edits.size() * 5));
+  kern::edit_logits(stream_, rows_of(x), words.data, static_cast<int64_t>(edits.size()));
+  after_launch("edit_logits");
+}
+
 }  // namespace ninfer::cuda
