@@ -10,6 +10,7 @@
 #include <random>
 
 #include "engine/artifact/artifact.h"
+#include "engine/constrain/think_stop_mask.h"
 #include "engine/model/model_artifact.h"
 #include "engine/pack/packer.h"
 #include "engine/runtime/engine.h"
@@ -227,7 +228,8 @@ TEST(CudaE2EEngine, SpeculationIsLossless) {
 // argmax_rows or top_k_rows on the device) choose the tokens the host chooses
 // from whole rows of the same forward (backend_choice off), plain and with MTP
 // (K = 3: each verification row edited as if the drafts before it were
-// committed); seeded top-k draws, greedy with penalties and greedy with a bias.
+// committed); seeded top-k draws, greedy with penalties and greedy with a bias,
+// a think block's stop mask.
 TEST(CudaE2EEngine, PenaltiesOnTheDeviceChooseAsTheHostDoes) {
   NINFER_REQUIRE_CUDA();
   const Artifact a = Artifact::open(kTiny);
@@ -250,7 +252,10 @@ TEST(CudaE2EEngine, PenaltiesOnTheDeviceChooseAsTheHostDoes) {
       s.seed = 7 + i;
       if (i == 0) s.greedy = true, s.repetition_penalty = 1.5f, s.frequency_penalty = 0.3f;
       if (i == 1) s.greedy = true, s.logit_bias = {{1, 3.0f}, {2, -100.0f}};
-      if (i == 2) s.top_k = 20, s.temperature = 0.8f, s.presence_penalty = 0.6f;
+      if (i == 2) {  // with a think block's stop mask (ids 0–2 until id 3), applied as edits too
+        s.top_k = 20, s.temperature = 0.8f, s.presence_penalty = 0.6f;
+        r.constraint = std::make_shared<ThinkStopMask>(std::vector<int32_t>{0, 1, 2}, 3, nullptr);
+      }
       if (i == 3) s.top_k = 5, s.temperature = 1.2f, s.repetition_penalty = 0.85f;
       ws.push_back(std::make_shared<Collector>());
       EXPECT_TRUE(e.submit(r, ws.back()).accepted());

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "engine/backend/profiling_backend.h"
+#include "engine/constrain/think_stop_mask.h"
 #include "engine/model/model_artifact.h"
 #include "engine/runtime/engine.h"
 #include "tests/support/request_collector.h"
@@ -255,6 +256,8 @@ TEST(Engine, BackendTopKDrawsAsTheHostDoes) {
       r.sampling.top_k = 20, r.sampling.presence_penalty = 0.5f, r.sampling.frequency_penalty = 0.5f,
       r.sampling.repetition_penalty = 1.2f;
     if (kind == 6) r.sampling.top_k = 10, r.sampling.logit_bias = {{3, 4.0f}, {7, -100.0f}, {11, 1.5f}};
+    if (kind == 7)  // a think block's stop mask (ids 0–2 until id 3): a constraint applied as edits, a fresh one per run
+      r.sampling.top_k = 20, r.constraint = std::make_shared<ThinkStopMask>(std::vector<int32_t>{0, 1, 2}, 3, nullptr);
     return r;
   };
   const auto run = [&](bool backend_choice, const std::vector<uint8_t>& allowed, const std::vector<EngineRequest>& reqs) {
@@ -284,11 +287,16 @@ TEST(Engine, BackendTopKDrawsAsTheHostDoes) {
     EXPECT_EQ(mix_on.tokens, mix_off.tokens);
     EXPECT_EQ(std::vector(mix_on.tokens.begin(), mix_on.tokens.begin() + 4), on.tokens);  // a request's draws alone
     // Penalties and a logit_bias are edits of the rows on the backend (Backend::edit_logits), not a reason for rows.
-    const std::vector<EngineRequest> edited = {make(0, 5), make(1, 6), make(2, 3)};
-    const ChoiceRun ed_on = run(true, ids, edited), ed_off = run(false, ids, edited);
+    const auto edited = [&] { return std::vector<EngineRequest>{make(0, 5), make(1, 6), make(2, 3), make(0, 7)}; };
+    const ChoiceRun ed_on = run(true, ids, edited()), ed_off = run(false, ids, edited());
     EXPECT_EQ(ed_on.tokens, ed_off.tokens);
     EXPECT_GT(ed_on.top_rows, 0);
+    EXPECT_EQ(ed_off.top_rows, 0);
     for (int32_t id : ed_on.tokens[1]) EXPECT_NE(id, 7) << "a banned id produced";
+    for (int32_t id : ed_on.tokens[3]) {
+      if (id == 3) break;
+      EXPECT_GT(id, 2) << "a stop id inside the think block";
+    }
   }
 }
 
