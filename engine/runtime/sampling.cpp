@@ -51,20 +51,26 @@ Sampler::Sampler(const SamplingParams& params, uint64_t fallback_seed, std::span
   for (size_t i = 1; i < params_.logit_bias.size(); ++i)
     if (params_.logit_bias[i].first == params_.logit_bias[i - 1].first)
       fail(ErrorKind::kInvalidArgument, "logit_bias names token id {} twice", params_.logit_bias[i].first);
+  for (const auto& [id, bias] : params_.logit_bias) edit_base_.push_back(id);  // sorted, distinct
   if (params_.repetition_penalty != 1.0f)
     for (int32_t id : prompt) see(id);
+}
+
+void Sampler::touch(int32_t id) {
+  const auto at = std::lower_bound(edit_base_.begin(), edit_base_.end(), id);
+  if (at == edit_base_.end() || *at != id) edit_base_.insert(at, id);
 }
 
 void Sampler::see(int32_t id) {
   if (id < 0) return;
   if (id >= static_cast<int32_t>(seen_.size())) seen_.resize(static_cast<size_t>(id) + 1, 0);
-  if (!seen_[static_cast<size_t>(id)]) seen_ids_.push_back(id);
+  if (!seen_[static_cast<size_t>(id)]) touch(id);
   seen_[static_cast<size_t>(id)] = 1;
 }
 
 void Sampler::observe(int32_t id) {
   if (constraint_) constraint_->accept(id);
-  output_counts_[id]++;
+  if (output_counts_[id]++ == 0 && (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f)) touch(id);
   if (params_.repetition_penalty != 1.0f) see(id);
 }
 
@@ -94,14 +100,14 @@ void Sampler::collect_edits(std::span<const int32_t> ahead, int32_t row, int64_t
   if (bans && constraint_ && !constraint_->banned_ids(ahead, banned))
     fail(ErrorKind::kInternal, "a constraint whose mask was a set of banned ids is no longer one");
   std::sort(banned.begin(), banned.end());
+  // edit_base_ (sorted) merged with this row's few extra ids: the constraint's bans and the tokens ahead.
   std::vector<int32_t>& ids = edit_ids_;
-  ids.assign(banned.begin(), banned.end());
-  for (const auto& [id, bias] : params_.logit_bias) ids.push_back(id);
-  if (rp != 1.0f) ids.insert(ids.end(), seen_ids_.begin(), seen_ids_.end());
-  if (counts)
-    for (const auto& [id, n] : output_counts_) ids.push_back(id);
+  ids.assign(edit_base_.begin(), edit_base_.end());
+  const auto middle = static_cast<std::ptrdiff_t>(ids.size());
+  ids.insert(ids.end(), banned.begin(), banned.end());
   if (rp != 1.0f || counts) ids.insert(ids.end(), ahead.begin(), ahead.end());
-  std::sort(ids.begin(), ids.end());
+  std::sort(ids.begin() + middle, ids.end());
+  std::inplace_merge(ids.begin(), ids.begin() + middle, ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab) continue;

@@ -111,7 +111,11 @@ class Sampler {
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int32_t> output_counts_;
   std::vector<uint8_t> seen_;       // prompt ∪ output membership for the repetition penalty (by id)
-  std::vector<int32_t> seen_ids_;   // the same ids, in the order they were first seen
+  // The ids the processors touch whatever comes next, ascending: logit_bias, prompt ∪ output for the repetition
+  // penalty, the output for presence/frequency. Kept sorted as tokens are observed, so a row's edits are a merge with
+  // its few extra ids, not a sort of the whole set (a long prompt's thousands of ids, every row of every step).
+  std::vector<int32_t> edit_base_;
+  void touch(int32_t id);  // adds id to edit_base_
   std::vector<LogitEdit> edits_;    // scratch: logit_edits for distribution()
   std::vector<int32_t> edit_ids_;   // scratch: the ids logit_edits touches
   std::vector<int32_t> edit_bans_;  // scratch: the constraint's banned ids
