@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "engine/backend/checks/elementwise_checks.h"
+#include "engine/backend/checks/logit_edit_checks.h"
 #include "engine/core/error.h"
 #include "engine/model/swiglu_mlp.h"
 #include "engine/model/vocab_parallel_head.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/backend/backend.h"
-#include "engine/backend/checks/elementwise_checks.h"
+#include "engine/backend/checks/logit_edit_checks.h"
 #include "engine/core/error.h"
 
 namespace ninfer {

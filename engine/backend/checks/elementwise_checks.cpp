@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/checks/logit_edit_checks.h"
 #include "engine/backend/op_checks.h"
 #include "engine/core/error.h"
 
@@ -132,21 +133,6 @@ void check_edit_logits(const Tensor& x, std::span<const LogitEdit> edits, Device
   check_f32_on("edit_logits", "x", x, device);
   if (x.ndim != 2) fail(ErrorKind::kInvalidArgument, "edit_logits: x must be [R, V], got {}", x.describe());
   check_logit_edits("edit_logits", edits, x.dim(0), x.dim(1));
-}
-
-void check_logit_edits(const char* who, std::span<const LogitEdit> edits, int64_t rows, int64_t cols) {
-  for (size_t i = 0; i < edits.size(); ++i) {
-    const LogitEdit& e = edits[i];
-    if (e.row < 0 || e.row >= rows || e.col < 0 || e.col >= cols)
-      fail(ErrorKind::kInvalidArgument, "{}: logit edit {} at row {}, column {} is outside [{}, {}]", who, i, e.row,
-           e.col, rows, cols);
-    // Ordered and distinct: a device applies the edits in parallel, so two of one element would race.
-    if (i > 0 && (e.row < edits[i - 1].row || (e.row == edits[i - 1].row && e.col <= edits[i - 1].col)))
-      fail(ErrorKind::kInvalidArgument,
-           "{}: logit edit {} (row {}, column {}) does not follow edit {} (row {}, column {}): the edits must be "
-           "strictly increasing by row, then column",
-           who, i, e.row, e.col, i - 1, edits[i - 1].row, edits[i - 1].col);
-  }
 }
 
 }  // namespace ninfer

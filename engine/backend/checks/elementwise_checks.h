@@ -37,9 +37,7 @@ void check_max_rows(const Tensor& best, const Tensor& x, Device device);
 void check_top_k_rows(const Tensor& best, const Tensor& x, Device device);
 // mask_columns: x f32 [R, V], allowed i8 [V] contiguous.
 void check_mask_columns(const Tensor& x, const Tensor& allowed, Device device);
-// edit_logits: x f32 [R, V]; edits as check_logit_edits with R rows and V columns.
+// edit_logits: x f32 [R, V]; edits as check_logit_edits (logit_edit_checks.h) with R rows and V columns.
 void check_edit_logits(const Tensor& x, std::span<const LogitEdit> edits, Device device);
-// Edits strictly increasing by (row, col), each row in [0, rows) and col in [0, cols); `who` opens the message.
-void check_logit_edits(const char* who, std::span<const LogitEdit> edits, int64_t rows, int64_t cols);
 
 }  // namespace ninfer
