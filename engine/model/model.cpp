@@ -90,8 +90,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& kv, LinearStateCache& st
                          out.edits);
   } else {
     const Tensor logits = scratch_.get("logits", {R, c.vocab_size});
-    if (output_mask_.data != nullptr) backend_.mask_columns(logits, output_mask_);
-    if (!out.edits.empty()) backend_.edit_logits(logits, out.edits);
+    mask_and_edit(backend_, logits, output_mask_, out.edits);
     if (!out.argmax.empty()) backend_.argmax_rows(out.argmax, logits);
     else if (!out.top.empty()) top_of_rows(backend_, scratch_, logits, out.top_k, out.top);
     else backend_.copy(Tensor::make(out.rows.data(), DType::kF32, {R, c.vocab_size}, Device::kCpu), logits);

@@ -40,14 +40,19 @@ Tensor score_share(Backend& backend, const Communicator& comm, ScratchBuffers& s
          head.dim(0), vocab, share.begin, share.end);
   Tensor part = scratch.get("logits_part", {x.dim(0), head.dim(0)});
   backend.linear(part, x, head);
-  if (allowed.data != nullptr)
-    backend.mask_columns(part, Tensor::make(static_cast<int8_t*>(allowed.data) + share.begin, DType::kI8,
-                                            {head.dim(0)}, allowed.device));
-  if (!edits.empty()) backend.edit_logits(part, edits_of_share(edits, share.begin, share.end));
+  const Tensor mine = allowed.data != nullptr ? Tensor::make(static_cast<int8_t*>(allowed.data) + share.begin,
+                                                              DType::kI8, {head.dim(0)}, allowed.device)
+                                               : Tensor{};
+  mask_and_edit(backend, part, mine, edits_of_share(edits, share.begin, share.end));
   return part;
 }
 
 }  // namespace
+
+void mask_and_edit(Backend& backend, const Tensor& logits, const Tensor& allowed, std::span<const LogitEdit> edits) {
+  if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
+  if (!edits.empty()) backend.edit_logits(logits, edits);
+}
 
 bool vocab_parallel_choice_sharded(const Communicator& comm, int64_t vocab) {
   if (comm.size() == 1 || vocab < comm.size()) return false;
@@ -114,8 +119,7 @@ void vocab_parallel_top(Backend& backend, Communicator& comm, ScratchBuffers& sc
   if (!vocab_parallel_choice_sharded(comm, vocab)) {
     const Tensor logits = scratch.get("logits", {R, vocab});
     vocab_parallel_head(backend, comm, scratch, x, head, logits);
-    if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
-    if (!edits.empty()) backend.edit_logits(logits, edits);
+    mask_and_edit(backend, logits, allowed, edits);
     return top_of_rows(backend, scratch, logits, k, top);
   }
   const Tensor part = score_share(backend, comm, scratch, x, head, vocab, allowed, edits, "vocab_parallel_top");
@@ -142,8 +146,7 @@ void vocab_parallel_argmax(Backend& backend, Communicator& comm, ScratchBuffers&
   if (!scores.empty() || !vocab_parallel_choice_sharded(comm, vocab)) {
     const Tensor logits = scratch.get("logits", {R, vocab});
     vocab_parallel_head(backend, comm, scratch, x, head, logits);
-    if (allowed.data != nullptr) backend.mask_columns(logits, allowed);
-    if (!edits.empty()) backend.edit_logits(logits, edits);
+    mask_and_edit(backend, logits, allowed, edits);
     backend.argmax_rows(ids, logits);
     if (scores.empty()) return;
     backend.copy(Tensor::make(scores.data(), DType::kF32, {R, vocab}, Device::kCpu), logits);

@@ -17,6 +17,10 @@ namespace ninfer {
 void vocab_parallel_head(Backend& backend, Communicator& comm, ScratchBuffers& scratch, const Tensor& x,
                          const Tensor& head, const Tensor& out);
 
+// Logit rows before a choice: the ids a model may not produce to −inf (`allowed`, i8 on the backend, or an empty
+// tensor for none; Backend::mask_columns), then the samplers' edits (Backend::edit_logits), in that order.
+void mask_and_edit(Backend& backend, const Tensor& logits, const Tensor& allowed, std::span<const LogitEdit> edits);
+
 // Whether vocab_parallel_argmax and vocab_parallel_top reduce on the ranks (each rank's share small enough for
 // Backend::max_rows / top_k_rows, at least one column per rank) for a head of `vocab` rows; else they gather the
 // scores first. Every rank answers alike.
